@@ -1,0 +1,24 @@
+import { defineConfig } from 'vitest/config';
+
+// Two projects so CI can report unit and property tests apart; both run in `npm test`.
+export default defineConfig({
+  test: {
+    projects: [
+      {
+        test: {
+          name: 'unit',
+          include: ['test/**/*.test.ts'],
+          testTimeout: 30_000,
+          hookTimeout: 30_000,
+        },
+      },
+      {
+        test: {
+          name: 'property',
+          include: ['property-tests/**/*.test.ts'],
+          testTimeout: 300_000,
+        },
+      },
+    ],
+  },
+});
