@@ -35,7 +35,8 @@ function parseLabels(elements: readonly string[], whole: string, kind: string): 
   for (const [index, element] of elements.entries()) {
     const label = parseLabel(element);
     if (!label.ok) {
-      const where = element === '' ? `empty label at position ${index + 1}` : `label ${JSON.stringify(element)}`;
+      const where =
+        element === '' ? `empty label at position ${index + 1}` : `label ${JSON.stringify(element)}`;
       return err('E_NAME_INVALID', `invalid ${kind} ${JSON.stringify(whole)}: ${where} (${LABEL_RULE})`, {
         input: whole,
         part: element,

@@ -24,6 +24,14 @@ export interface PolicyInput {
   readonly bridges: Iterable<string>;
 }
 
+/** Which limit of a policy a rejection is about. */
+export type LimitCode =
+  | 'E_POLICY_VMS'
+  | 'E_POLICY_MEMORY'
+  | 'E_POLICY_CPUIDS'
+  | 'E_POLICY_BRIDGES'
+  | 'E_POLICY_BLOCK';
+
 export type PolicyCode =
   | 'E_POLICY_INVALID'
   | 'E_POLICY_UNUSABLE'
@@ -80,7 +88,7 @@ export function missing<T>(items: Iterable<T>, allowed: ReadonlySet<T> | readonl
  * `sub` fits inside `sup` (Albatross `is_smaller`). Checked in Albatross' order — unikernels,
  * memory, cpuids, bridges, block — and the first failure is the error.
  */
-export function isSubPolicy(sup: Policy, sub: Policy): Result<void, PolicyError> {
+export function isSubPolicy(sup: Policy, sub: Policy): Result<void, PetrelError<LimitCode>> {
   if (sup.vms < sub.vms) {
     return err('E_POLICY_VMS', `policy above allows ${sup.vms} unikernels, which is fewer than ${sub.vms}`, {
       limit: sup.vms,
@@ -126,7 +134,8 @@ export function usable(policy: Policy): Result<void, PolicyError> {
 }
 
 export function samePolicy(a: Policy, b: Policy): boolean {
-  const sameList = <T>(x: readonly T[], y: readonly T[]) => x.length === y.length && x.every((v, i) => v === y[i]);
+  const sameList = <T>(x: readonly T[], y: readonly T[]) =>
+    x.length === y.length && x.every((v, i) => v === y[i]);
   return (
     a.vms === b.vms &&
     a.memory === b.memory &&
