@@ -96,6 +96,9 @@ export type TreeCode =
 
 export type TreeError = PetrelError<TreeCode>;
 
+/** What every change returns: the new tree, or the rejection and no change. */
+export type TreeResult = Result<Tree, TreeError>;
+
 const EMPTY_MAP: ReadonlyMap<never, never> = new Map<never, never>();
 
 const ZERO_USAGE: Usage = Object.freeze({
@@ -302,7 +305,7 @@ function descending(labels: Iterable<Label>): Label[] {
  * the current usage of its subtree must fit. An identical policy returns the same tree object,
  * unchecked (the caller replies `no modification of policy`).
  */
-export function addPolicy(tree: Tree, path: Path, policy: Policy): Result<Tree, TreeError> {
+export function addPolicy(tree: Tree, path: Path, policy: Policy): TreeResult {
   const nodes = nodesAlong(tree, path);
   const existing = nodes.length === path.length + 1 ? (nodes[path.length] as Node) : undefined;
   if (existing?.policy && samePolicy(existing.policy, policy)) return ok(tree);
@@ -397,7 +400,7 @@ function usageFits(usage: Usage, policy: Policy): Result<void, TreeError> {
 }
 
 /** Removes the policy of `path`, unconditionally (§4.7). */
-export function removePolicy(tree: Tree, path: Path): Result<Tree, TreeError> {
+export function removePolicy(tree: Tree, path: Path): TreeResult {
   const policy = findPolicy(tree, path);
   if (policy === undefined) return err('E_POLICY_NOT_FOUND', 'unknown policy', { path: printPath(path) });
   return ok(
@@ -426,7 +429,7 @@ function entryLabel(name: Name, what: string): Result<Label, TreeError> {
  * fits; each block device it names exists at its path and is free (and becomes in use); the
  * name is free.
  */
-export function admitUnikernel(tree: Tree, name: Name, allocation: Allocation): Result<Tree, TreeError> {
+export function admitUnikernel(tree: Tree, name: Name, allocation: Allocation): TreeResult {
   const label = entryLabel(name, 'unikernel');
   if (!label.ok) return label;
   const { path } = name;
@@ -513,7 +516,7 @@ function markBlocks(
 }
 
 /** Releases a unikernel's resources; its block devices become free. */
-export function releaseUnikernel(tree: Tree, name: Name): Result<Tree, TreeError> {
+export function releaseUnikernel(tree: Tree, name: Name): TreeResult {
   const allocation = findUnikernel(tree, name);
   if (allocation === undefined || name.label === null) {
     return err('E_UNIKERNEL_NOT_FOUND', `unikernel ${printName(name)} not found`, { name: printName(name) });
@@ -536,7 +539,7 @@ export function releaseUnikernel(tree: Tree, name: Name): Result<Tree, TreeError
  * path and every ancestor with a policy, root included, block storage must be allowed and the
  * sum of that subtree's block devices plus this one must fit.
  */
-export function addBlock(tree: Tree, name: Name, size: number): Result<Tree, TreeError> {
+export function addBlock(tree: Tree, name: Name, size: number): TreeResult {
   const label = entryLabel(name, 'block device');
   if (!label.ok) return label;
   if (findBlock(tree, name) !== undefined) {
@@ -577,7 +580,7 @@ export function addBlock(tree: Tree, name: Name, size: number): Result<Tree, Tre
 }
 
 /** Removes a block device that no unikernel uses. */
-export function removeBlock(tree: Tree, name: Name): Result<Tree, TreeError> {
+export function removeBlock(tree: Tree, name: Name): TreeResult {
   const device = findBlock(tree, name);
   if (device === undefined || name.label === null) {
     return err('E_BLOCK_NOT_FOUND', 'remove block: not found', { block: printName(name) });
@@ -596,7 +599,7 @@ export function removeBlock(tree: Tree, name: Name): Result<Tree, TreeError> {
  * Marks a block device used or free outside a unikernel's admission (block set and dump hold a
  * device while they stream). Admission and release mark the devices of a unikernel themselves.
  */
-export function setBlockInUse(tree: Tree, name: Name, inUse: boolean): Result<Tree, TreeError> {
+export function setBlockInUse(tree: Tree, name: Name, inUse: boolean): TreeResult {
   const device = findBlock(tree, name);
   if (device === undefined || name.label === null) {
     return err('E_BLOCK_NOT_FOUND', `block device ${printName(name)} not found`, { block: printName(name) });
