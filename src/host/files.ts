@@ -1,0 +1,277 @@
+// Files Petrel owns on the host (state, images, block devices): written atomically, opened
+// without following symlinks, and every change handed back with its undo.
+
+import { randomBytes } from 'node:crypto';
+import { constants, type FileHandle, lstat, mkdir, open, rename, unlink } from 'node:fs/promises';
+import path from 'node:path';
+import { err, ok, type PetrelError, PetrelException, type Result } from '../resources/errors.js';
+import type { Name } from '../resources/name.js';
+import { blockDir, blockPath, imagePath } from './paths.js';
+import type { Undoable } from './undo.js';
+
+export type FileError = PetrelError<'E_HOST_IO' | 'E_HOST_SYMLINK' | 'E_HOST_EXISTS' | 'E_HOST_PATH'>;
+
+const MIB = 1024 * 1024;
+/** Temporary files carry this mark so start-up cleanup can recognise leftovers of a crash. */
+const TEMP_MARK = '.petrel-tmp-';
+/** A removed block file waits under this prefix until commit; `~` is not a label character. */
+const TRASH_PREFIX = '~';
+
+export function ioError(op: string, file: string, cause: unknown): FileError {
+  const e = cause as NodeJS.ErrnoException;
+  if (e?.code === 'ELOOP') {
+    return { code: 'E_HOST_SYMLINK', message: `refusing to follow symlink ${file}`, details: { path: file } };
+  }
+  const text = cause instanceof Error ? cause.message : String(cause);
+  return {
+    code: 'E_HOST_IO',
+    message: `${op} ${file} failed: ${text}`,
+    details: { path: file, errno: e?.code },
+  };
+}
+
+function randomSuffix(): string {
+  return `${process.pid}-${randomBytes(6).toString('hex')}`;
+}
+
+/** True for names this module gives its temporary and trash files. */
+export function isTemporaryFileName(fileName: string): boolean {
+  return fileName.includes(TEMP_MARK) || fileName.startsWith(TRASH_PREFIX);
+}
+
+/** Opens `file` with `flags | O_NOFOLLOW`: a symlink as the last component is E_HOST_SYMLINK. */
+export async function openNoFollow(
+  file: string,
+  flags: number,
+  mode = 0o600,
+): Promise<Result<FileHandle, FileError>> {
+  try {
+    return ok(await open(file, flags | constants.O_NOFOLLOW, mode));
+  } catch (cause) {
+    return fail(ioError('open', file, cause));
+  }
+}
+
+function fail<E extends PetrelError>(error: E): { readonly ok: false; readonly error: E } {
+  return { ok: false, error };
+}
+
+/** fsync of a directory, so a rename or unlink in it survives a power cut. */
+export async function fsyncDir(dir: string): Promise<void> {
+  const handle = await open(dir, constants.O_RDONLY | constants.O_DIRECTORY);
+  try {
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+}
+
+/** Unlinks `file`; a missing file is fine. Throws on other errors. */
+export async function unlinkIfPresent(file: string): Promise<void> {
+  try {
+    await unlink(file);
+  } catch (cause) {
+    if ((cause as NodeJS.ErrnoException).code !== 'ENOENT') throw cause;
+  }
+}
+
+/** What is at `file` right now: absent, a regular file (with its content), or something else. */
+async function previousContent(
+  file: string,
+): Promise<Result<{ data: Buffer; mode: number } | null, FileError>> {
+  let kind: 'file' | 'symlink' | 'other';
+  try {
+    const st = await lstat(file);
+    kind = st.isSymbolicLink() ? 'symlink' : st.isFile() ? 'file' : 'other';
+  } catch (cause) {
+    if ((cause as NodeJS.ErrnoException).code === 'ENOENT') return ok(null);
+    return fail(ioError('lstat', file, cause));
+  }
+  if (kind === 'symlink') return err('E_HOST_SYMLINK', `refusing to replace symlink ${file}`, { path: file });
+  if (kind === 'other') return err('E_HOST_IO', `${file} exists and is not a regular file`, { path: file });
+  const handle = await openNoFollow(file, constants.O_RDONLY);
+  if (!handle.ok) return handle;
+  try {
+    const st = await handle.value.stat();
+    return ok({ data: await handle.value.readFile(), mode: st.mode & 0o7777 });
+  } catch (cause) {
+    return fail(ioError('read', file, cause));
+  } finally {
+    await handle.value.close();
+  }
+}
+
+async function replaceAtomically(
+  file: string,
+  data: Uint8Array,
+  mode: number,
+): Promise<Result<void, FileError>> {
+  const dir = path.dirname(file);
+  const temp = path.join(dir, `.${path.basename(file)}${TEMP_MARK}${randomSuffix()}`);
+  const handle = await openNoFollow(temp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL, mode);
+  if (!handle.ok) return handle;
+  let step = 'write';
+  try {
+    await handle.value.writeFile(data);
+    await handle.value.chmod(mode);
+    step = 'fsync';
+    await handle.value.sync();
+    await handle.value.close();
+    step = 'rename';
+    await rename(temp, file);
+    step = 'fsync directory of';
+    await fsyncDir(dir);
+    return ok(undefined);
+  } catch (cause) {
+    await handle.value.close().catch(() => undefined);
+    if (step !== 'fsync directory of') await unlinkIfPresent(temp).catch(() => undefined);
+    return fail(ioError(step, step === 'rename' || step === 'fsync directory of' ? file : temp, cause));
+  }
+}
+
+export interface WriteOptions {
+  /** Permission bits of the new file. Default 0o600. */
+  readonly mode?: number;
+}
+
+/**
+ * Replaces `file` with `data` so that a reader (or a crash) sees the old or the new content,
+ * never a mix: temp file in the same directory, fsync, rename, fsync the directory. A symlink
+ * at `file` is refused. Undo puts the previous content back (atomically) or removes the file
+ * if there was none.
+ */
+export async function writeFileAtomic(
+  file: string,
+  data: Uint8Array,
+  options: WriteOptions = {},
+): Promise<Result<Undoable<string>, FileError>> {
+  const previous = await previousContent(file);
+  if (!previous.ok) return previous;
+  const written = await replaceAtomically(file, data, options.mode ?? 0o600);
+  if (!written.ok) return written;
+  const before = previous.value;
+  const undo = async (): Promise<void> => {
+    if (before === null) {
+      await unlinkIfPresent(file);
+      await fsyncDir(path.dirname(file));
+      return;
+    }
+    const restored = await replaceAtomically(file, before.data, before.mode);
+    if (!restored.ok) throw new PetrelException(restored.error);
+  };
+  return ok({ value: file, undo });
+}
+
+/** Writes the (inflated) image of unikernel `name` to `<run-dir>/<name>.img`, atomically. */
+export async function writeImage(
+  runDir: string,
+  name: Name,
+  image: Uint8Array,
+  options: WriteOptions = {},
+): Promise<Result<Undoable<string>, FileError>> {
+  const file = imagePath(runDir, name);
+  if (!file.ok) return file;
+  return writeFileAtomic(file.value, image, options);
+}
+
+/** Bytes of a block device of `sizeMiB` MiB, or Albatross' error for sizes that make none. */
+export function blockBytes(sizeMiB: number): Result<number, PetrelError<'E_BLOCK_SIZE'>> {
+  if (!Number.isSafeInteger(sizeMiB) || sizeMiB < 1 || !Number.isSafeInteger(sizeMiB * MIB)) {
+    return err('E_BLOCK_SIZE', 'overflow while computing bytes', { sizeMiB });
+  }
+  return ok(sizeMiB * MIB);
+}
+
+/**
+ * Creates `<state-dir>/block/<blockname>` (directory 0700 if missing, file 0600), exactly
+ * `sizeMiB` MiB long and sparse (reads as zeros). An existing file, even a symlink, is
+ * E_HOST_EXISTS and is left alone. Undo deletes the new file.
+ */
+export async function createBlockFile(
+  stateDir: string,
+  blockName: Name,
+  sizeMiB: number,
+): Promise<Result<Undoable<string>, FileError | PetrelError<'E_BLOCK_SIZE'>>> {
+  const bytes = blockBytes(sizeMiB);
+  if (!bytes.ok) return bytes;
+  const file = blockPath(stateDir, blockName);
+  if (!file.ok) return file;
+  const dir = blockDir(stateDir);
+  try {
+    await mkdir(dir, { recursive: true, mode: 0o700 });
+  } catch (cause) {
+    return fail(ioError('mkdir', dir, cause));
+  }
+  let handle: FileHandle;
+  try {
+    handle = await open(
+      file.value,
+      constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW,
+      0o600,
+    );
+  } catch (cause) {
+    if ((cause as NodeJS.ErrnoException).code === 'EEXIST') {
+      return err('E_HOST_EXISTS', `block device file ${file.value} already exists`, { path: file.value });
+    }
+    return fail(ioError('create', file.value, cause));
+  }
+  try {
+    await handle.truncate(bytes.value);
+    await handle.sync();
+    await handle.close();
+    await fsyncDir(dir);
+  } catch (cause) {
+    await handle.close().catch(() => undefined);
+    await unlinkIfPresent(file.value).catch(() => undefined);
+    return fail(ioError('extend', file.value, cause));
+  }
+  const created = file.value;
+  return ok({
+    value: created,
+    undo: async () => {
+      await unlinkIfPresent(created);
+      await fsyncDir(dir);
+    },
+  });
+}
+
+/**
+ * Removes a block device file in two phases so the removal can be undone: the file is renamed
+ * aside now (`~<name>.<random>`, a name no block scan takes for a device), undo renames it
+ * back, and commit deletes it. A missing file is E_HOST_IO (ENOENT); a symlink is refused.
+ */
+export async function removeBlockFile(
+  stateDir: string,
+  blockName: Name,
+): Promise<Result<Undoable<string>, FileError>> {
+  const file = blockPath(stateDir, blockName);
+  if (!file.ok) return file;
+  const target = file.value;
+  try {
+    const st = await lstat(target);
+    if (st.isSymbolicLink())
+      return err('E_HOST_SYMLINK', `refusing to remove symlink ${target}`, { path: target });
+    if (!st.isFile()) return err('E_HOST_IO', `${target} is not a regular file`, { path: target });
+  } catch (cause) {
+    return fail(ioError('lstat', target, cause));
+  }
+  const dir = path.dirname(target);
+  const aside = path.join(dir, `${TRASH_PREFIX}${path.basename(target)}.${randomSuffix()}`);
+  try {
+    await rename(target, aside);
+    await fsyncDir(dir);
+  } catch (cause) {
+    return fail(ioError('rename', target, cause));
+  }
+  return ok({
+    value: target,
+    undo: async () => {
+      await rename(aside, target);
+      await fsyncDir(dir);
+    },
+    commit: async () => {
+      await unlinkIfPresent(aside);
+      await fsyncDir(dir);
+    },
+  });
+}
