@@ -14,7 +14,13 @@ let passed = 0;
 let failed = 0;
 let skipped = 0;
 
-const vitestStatus = run('npx', ['vitest', 'run', '--reporter=default', '--reporter=json', `--outputFile=${report}`]);
+const vitestStatus = run('npx', [
+  'vitest',
+  'run',
+  '--reporter=default',
+  '--reporter=json',
+  `--outputFile=${report}`,
+]);
 try {
   const json = JSON.parse(readFileSync(report, 'utf8'));
   passed += json.numPassedTests;

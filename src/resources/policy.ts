@@ -78,10 +78,11 @@ export function makePolicy(input: PolicyInput): Result<Policy, PolicyError> {
 /** Albatross prints sets as their elements joined with `, `. */
 export const list = (items: Iterable<number | string>): string => [...items].join(', ');
 
-/** Elements of `items` that are not in `allowed`. */
-export function missing<T>(items: Iterable<T>, allowed: ReadonlySet<T> | readonly T[]): T[] {
-  const set: ReadonlySet<T> = allowed instanceof Set ? allowed : new Set(allowed as readonly T[]);
-  return [...items].filter((item) => !set.has(item));
+/** Elements of `items` that are not in `allowed` (both small: CPU ids, bridges). */
+export function missing<T>(items: Iterable<T>, allowed: readonly T[]): T[] {
+  const out: T[] = [];
+  for (const item of items) if (!allowed.includes(item)) out.push(item);
+  return out;
 }
 
 /**

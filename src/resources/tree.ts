@@ -27,6 +27,8 @@ import { err, ok, type PetrelError, type Result } from './errors.js';
 import { EMPTY as EMPTY_MULTISET, keysOutside, type Multiset, maxKey, shift } from './multiset.js';
 import { childName, type Label, type Name, type Path, pathName, printName, printPath } from './name.js';
 import { isSubPolicy, list, missing, type Policy, samePolicy } from './policy.js';
+import type { SortedMap } from './sortedmap.js';
+import * as SM from './sortedmap.js';
 
 /** What a running (or starting) unikernel takes from the tree. */
 export interface Allocation {
@@ -69,9 +71,9 @@ interface PolicySpread {
 
 interface Node {
   readonly policy: Policy | null;
-  readonly unikernels: ReadonlyMap<Label, Allocation>;
-  readonly blocks: ReadonlyMap<Label, BlockDevice>;
-  readonly children: ReadonlyMap<Label, Node>;
+  readonly unikernels: SortedMap<Allocation>;
+  readonly blocks: SortedMap<BlockDevice>;
+  readonly children: SortedMap<Node>;
   readonly usage: Usage;
   readonly policies: PolicySpread;
 }
@@ -99,8 +101,6 @@ export type TreeError = PetrelError<TreeCode>;
 /** What every change returns: the new tree, or the rejection and no change. */
 export type TreeResult = Result<Tree, TreeError>;
 
-const EMPTY_MAP: ReadonlyMap<never, never> = new Map<never, never>();
-
 const ZERO_USAGE: Usage = Object.freeze({
   vms: 0,
   memory: 0,
@@ -119,9 +119,9 @@ const NO_POLICIES: PolicySpread = Object.freeze({
 
 const EMPTY_NODE: Node = Object.freeze({
   policy: null,
-  unikernels: EMPTY_MAP,
-  blocks: EMPTY_MAP,
-  children: EMPTY_MAP,
+  unikernels: SM.EMPTY,
+  blocks: SM.EMPTY,
+  children: SM.EMPTY,
   usage: ZERO_USAGE,
   policies: NO_POLICIES,
 });
@@ -136,33 +136,41 @@ type Delta =
   | { readonly kind: 'block'; readonly sign: 1 | -1; readonly size: number }
   | { readonly kind: 'policy'; readonly sign: 1 | -1; readonly policy: Policy };
 
-function applyDelta(node: Node, delta: Delta): Node {
+interface Aggregates {
+  readonly usage: Usage;
+  readonly policies: PolicySpread;
+}
+
+function applyDelta({ usage, policies }: Aggregates, delta: Delta): Aggregates {
   const { sign } = delta;
   switch (delta.kind) {
     case 'unikernel': {
       const { allocation } = delta;
-      const usage: Usage = {
-        ...node.usage,
-        vms: node.usage.vms + sign,
-        memory: node.usage.memory + sign * allocation.memory,
-        cpus: shift(node.usage.cpus, allocation.cpuids, sign),
-        bridges: shift(node.usage.bridges, allocation.bridges, sign),
+      return {
+        usage: {
+          vms: usage.vms + sign,
+          memory: usage.memory + sign * allocation.memory,
+          cpus: shift(usage.cpus, allocation.cpuids, sign),
+          bridges: shift(usage.bridges, allocation.bridges, sign),
+          block: usage.block,
+        },
+        policies,
       };
-      return { ...node, usage };
     }
     case 'block':
-      return { ...node, usage: { ...node.usage, block: node.usage.block + sign * delta.size } };
+      return { usage: { ...usage, block: usage.block + sign * delta.size }, policies };
     case 'policy': {
       const { policy } = delta;
-      const spread = node.policies;
-      const policies: PolicySpread = {
-        vms: shift(spread.vms, [policy.vms], sign),
-        memory: shift(spread.memory, [policy.memory], sign),
-        block: policy.block === null ? spread.block : shift(spread.block, [policy.block], sign),
-        cpus: shift(spread.cpus, policy.cpuids, sign),
-        bridges: shift(spread.bridges, policy.bridges, sign),
+      return {
+        usage,
+        policies: {
+          vms: shift(policies.vms, [policy.vms], sign),
+          memory: shift(policies.memory, [policy.memory], sign),
+          block: policy.block === null ? policies.block : shift(policies.block, [policy.block], sign),
+          cpus: shift(policies.cpus, policy.cpuids, sign),
+          bridges: shift(policies.bridges, policy.bridges, sign),
+        },
       };
-      return { ...node, policies };
     }
   }
 }
@@ -173,35 +181,34 @@ function isEmptyNode(node: Node): boolean {
   );
 }
 
-function withEntry<K, V>(map: ReadonlyMap<K, V>, key: K, value: V | undefined): ReadonlyMap<K, V> {
-  const next = new Map(map);
-  if (value === undefined) next.delete(key);
-  else next.set(key, value);
-  return next.size === 0 ? EMPTY_MAP : next;
-}
+/** The entries of a node that an operation may change at the node it targets. */
+type Entries = Pick<Node, 'policy' | 'unikernels' | 'blocks'>;
+
+const entriesOf = ({ policy, unikernels, blocks }: Node): Entries => ({ policy, unikernels, blocks });
 
 /**
- * Rebuilds the path from the root to `path`: `edit` changes the node at `path` (an empty node if
- * there was none), `deltas` update the aggregates of that node and of every ancestor, and nodes
- * left empty are pruned so that undoing a change gives back an equal tree.
+ * Rebuilds the path from the root to `path`: `edit` changes the entries of the node at `path`
+ * (an empty node if there was none), `deltas` update the aggregates of that node and of every
+ * ancestor, and nodes left empty are pruned so that undoing a change gives back an equal tree.
+ * Each level allocates one node; everything off the path is shared.
  */
 function modify(
   node: Node,
   path: Path,
   depth: number,
   deltas: readonly Delta[],
-  edit: (n: Node) => Node,
+  edit: (n: Node) => Entries,
 ): Node {
-  let next: Node;
+  let { usage, policies }: Aggregates = node;
+  for (const delta of deltas) ({ usage, policies } = applyDelta({ usage, policies }, delta));
   if (depth === path.length) {
-    next = edit(node);
-  } else {
-    const label = path[depth] as Label;
-    const child = modify(node.children.get(label) ?? EMPTY_NODE, path, depth + 1, deltas, edit);
-    next = { ...node, children: withEntry(node.children, label, isEmptyNode(child) ? undefined : child) };
+    const { policy, unikernels, blocks } = edit(node);
+    return { policy, unikernels, blocks, children: node.children, usage, policies };
   }
-  for (const delta of deltas) next = applyDelta(next, delta);
-  return Object.freeze(next);
+  const label = path[depth] as Label;
+  const child = modify(SM.get(node.children, label) ?? EMPTY_NODE, path, depth + 1, deltas, edit);
+  const children = isEmptyNode(child) ? SM.remove(node.children, label) : SM.set(node.children, label, child);
+  return { policy: node.policy, unikernels: node.unikernels, blocks: node.blocks, children, usage, policies };
 }
 
 /** The nodes from the root down to `path`, as far as they exist. */
@@ -209,7 +216,7 @@ function nodesAlong(tree: Tree, path: Path): Node[] {
   const nodes: Node[] = [tree];
   let node: Node | undefined = tree;
   for (const label of path) {
-    node = node.children.get(label);
+    node = SM.get(node.children, label);
     if (node === undefined) break;
     nodes.push(node);
   }
@@ -229,11 +236,13 @@ export function findPolicy(tree: Tree, path: Path): Policy | undefined {
 }
 
 export function findUnikernel(tree: Tree, name: Name): Allocation | undefined {
-  return name.label === null ? undefined : nodeAt(tree, name.path)?.unikernels.get(name.label);
+  return name.label === null
+    ? undefined
+    : SM.get(nodeAt(tree, name.path)?.unikernels ?? SM.EMPTY, name.label);
 }
 
 export function findBlock(tree: Tree, name: Name): BlockDevice | undefined {
-  return name.label === null ? undefined : nodeAt(tree, name.path)?.blocks.get(name.label);
+  return name.label === null ? undefined : SM.get(nodeAt(tree, name.path)?.blocks ?? SM.EMPTY, name.label);
 }
 
 /** Usage of the whole subtree at `path` (zero where nothing is). */
@@ -258,9 +267,7 @@ export function foldPolicies(tree: Tree, path: Path): [Name, Policy][] {
   const out: [Name, Policy][] = [];
   const walk = (node: Node, relative: Label[]) => {
     if (node.policy !== null) out.push([pathName(relative), node.policy]);
-    for (const label of descending(node.children.keys())) {
-      walk(node.children.get(label) as Node, [...relative, label]);
-    }
+    for (const [label, child] of SM.descending(node.children)) walk(child, [...relative, label as Label]);
   };
   const start = nodeAt(tree, path);
   if (start !== undefined) walk(start, []);
@@ -275,25 +282,30 @@ export function foldBlocks(tree: Tree, path: Path): [Name, BlockDevice][] {
   return foldEntries(tree, path, (node) => node.blocks);
 }
 
-function foldEntries<V>(tree: Tree, path: Path, entries: (node: Node) => ReadonlyMap<Label, V>): [Name, V][] {
+function foldEntries<V>(tree: Tree, path: Path, entries: (node: Node) => SortedMap<V>): [Name, V][] {
   const out: [Name, V][] = [];
-  // An entry `p:l` sits where Albatross' trie keeps it: before the subtree of path `p:l:`.
+  // An entry `p:l` sits where Albatross' trie keeps it: before the subtree of path `p:l:`, so
+  // the two descending sequences (entries, child paths) are merged label by label.
   const walk = (node: Node, relative: Label[]) => {
-    const here = entries(node);
-    for (const label of descending(new Set([...here.keys(), ...node.children.keys()]))) {
-      const entry = here.get(label);
-      if (entry !== undefined) out.push([childName(relative, label), entry]);
-      const child = node.children.get(label);
-      if (child !== undefined) walk(child, [...relative, label]);
+    const here = [...SM.descending(entries(node))];
+    const below = [...SM.descending(node.children)];
+    let i = 0;
+    let j = 0;
+    while (i < here.length || j < below.length) {
+      const entry = here[i];
+      const child = below[j];
+      if (entry !== undefined && (child === undefined || entry[0] >= child[0])) {
+        out.push([childName(relative, entry[0] as Label), entry[1]]);
+        i++;
+      } else if (child !== undefined) {
+        walk(child[1], [...relative, child[0] as Label]);
+        j++;
+      }
     }
   };
   const start = nodeAt(tree, path);
   if (start !== undefined) walk(start, []);
   return out;
-}
-
-function descending(labels: Iterable<Label>): Label[] {
-  return [...labels].sort((a, b) => (a < b ? 1 : a > b ? -1 : 0));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -332,7 +344,7 @@ export function addPolicy(tree: Tree, path: Path, policy: Policy): TreeResult {
 
   const deltas: Delta[] = [{ kind: 'policy', sign: 1, policy }];
   if (existing?.policy) deltas.unshift({ kind: 'policy', sign: -1, policy: existing.policy });
-  return ok(modify(tree, path, 0, deltas, (node) => ({ ...node, policy })));
+  return ok(modify(tree, path, 0, deltas, (node) => ({ ...entriesOf(node), policy })));
 }
 
 /** Every policy strictly below `node` must be a sub-policy of `policy`; checked on aggregates. */
@@ -404,7 +416,10 @@ export function removePolicy(tree: Tree, path: Path): TreeResult {
   const policy = findPolicy(tree, path);
   if (policy === undefined) return err('E_POLICY_NOT_FOUND', 'unknown policy', { path: printPath(path) });
   return ok(
-    modify(tree, path, 0, [{ kind: 'policy', sign: -1, policy }], (node) => ({ ...node, policy: null })),
+    modify(tree, path, 0, [{ kind: 'policy', sign: -1, policy }], (node) => ({
+      ...entriesOf(node),
+      policy: null,
+    })),
   );
 }
 
@@ -449,20 +464,20 @@ export function admitUnikernel(tree: Tree, name: Name, allocation: Allocation): 
   const here = nodes.length === path.length + 1 ? (nodes[path.length] as Node) : EMPTY_NODE;
   for (const block of allocation.blocks) {
     const blockName = printName(childName(path, block));
-    const device = here.blocks.get(block);
+    const device = SM.get(here.blocks, block);
     if (device === undefined)
       return err('E_BLOCK_NOT_FOUND', `block device ${blockName} not found`, { block: blockName });
     if (device.inUse)
       return err('E_BLOCK_IN_USE', `block device ${blockName} already in use`, { block: blockName });
   }
-  if (here.unikernels.has(label.value)) {
+  if (SM.has(here.unikernels, label.value)) {
     return err('E_UNIKERNEL_EXISTS', 'unikernel with same name already exists', { name: printName(name) });
   }
   const frozen = freezeAllocation(allocation);
   return ok(
     modify(tree, path, 0, [{ kind: 'unikernel', sign: 1, allocation: frozen }], (node) => ({
-      ...node,
-      unikernels: withEntry(node.unikernels, label.value, frozen),
+      ...entriesOf(node),
+      unikernels: SM.set(node.unikernels, label.value, frozen),
       blocks: markBlocks(node.blocks, frozen.blocks, true),
     })),
   );
@@ -503,14 +518,14 @@ function freezeAllocation(allocation: Allocation): Allocation {
 }
 
 function markBlocks(
-  blocks: ReadonlyMap<Label, BlockDevice>,
+  blocks: SortedMap<BlockDevice>,
   labels: readonly Label[],
   inUse: boolean,
-): ReadonlyMap<Label, BlockDevice> {
+): SortedMap<BlockDevice> {
   let next = blocks;
   for (const label of labels) {
-    const device = next.get(label);
-    if (device !== undefined) next = withEntry(next, label, Object.freeze({ size: device.size, inUse }));
+    const device = SM.get(next, label);
+    if (device !== undefined) next = SM.set(next, label, Object.freeze({ size: device.size, inUse }));
   }
   return next;
 }
@@ -524,8 +539,8 @@ export function releaseUnikernel(tree: Tree, name: Name): TreeResult {
   const label = name.label;
   return ok(
     modify(tree, name.path, 0, [{ kind: 'unikernel', sign: -1, allocation }], (node) => ({
-      ...node,
-      unikernels: withEntry(node.unikernels, label, undefined),
+      ...entriesOf(node),
+      unikernels: SM.remove(node.unikernels, label),
       blocks: markBlocks(node.blocks, allocation.blocks, false),
     })),
   );
@@ -573,8 +588,8 @@ export function addBlock(tree: Tree, name: Name, size: number): TreeResult {
   const device = Object.freeze({ size, inUse: false });
   return ok(
     modify(tree, path, 0, [{ kind: 'block', sign: 1, size }], (node) => ({
-      ...node,
-      blocks: withEntry(node.blocks, label.value, device),
+      ...entriesOf(node),
+      blocks: SM.set(node.blocks, label.value, device),
     })),
   );
 }
@@ -589,8 +604,8 @@ export function removeBlock(tree: Tree, name: Name): TreeResult {
   const label = name.label;
   return ok(
     modify(tree, name.path, 0, [{ kind: 'block', sign: -1, size: device.size }], (node) => ({
-      ...node,
-      blocks: withEntry(node.blocks, label, undefined),
+      ...entriesOf(node),
+      blocks: SM.remove(node.blocks, label),
     })),
   );
 }
@@ -607,6 +622,9 @@ export function setBlockInUse(tree: Tree, name: Name, inUse: boolean): TreeResul
   if (device.inUse === inUse) return ok(tree);
   const labels = [name.label];
   return ok(
-    modify(tree, name.path, 0, [], (node) => ({ ...node, blocks: markBlocks(node.blocks, labels, inUse) })),
+    modify(tree, name.path, 0, [], (node) => ({
+      ...entriesOf(node),
+      blocks: markBlocks(node.blocks, labels, inUse),
+    })),
   );
 }
