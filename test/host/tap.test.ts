@@ -1,0 +1,119 @@
+import { execFileSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { checkBridges, listBridges } from '../../src/host/bridges.js';
+import { listLinks } from '../../src/host/ip.js';
+import { createTap, listOwnedTaps, lowestFreeTap, removeTap } from '../../src/host/tap.js';
+import { failure, value } from './helpers.js';
+
+describe('tap numbering (pure)', () => {
+  it('takes the lowest number not used by any interface', () => {
+    expect(value(lowestFreeTap('ptap', []))).toBe('ptap0');
+    expect(value(lowestFreeTap('ptap', ['ptap0', 'ptap1', 'ptap3']))).toBe('ptap2');
+    expect(value(lowestFreeTap('ptap', ['ptap1', 'eth0']))).toBe('ptap0');
+  });
+
+  it('stays within 15 bytes and says when the names run out', () => {
+    const prefix = 'abcdefghijklmn'; // 14 bytes: only one digit fits
+    const used = Array.from({ length: 10 }, (_, i) => `${prefix}${i}`);
+    expect(failure(lowestFreeTap(prefix, used)).code).toBe('E_HOST_TAP_EXHAUSTED');
+  });
+
+  it('refuses an empty prefix, one ending in a digit, and one too long for a number', () => {
+    for (const prefix of ['', 'ptap1', 'abcdefghijklmno', 'p/tap', 'p tap']) {
+      expect(failure(lowestFreeTap(prefix, [])).code).toBe('E_HOST_TAP_PREFIX');
+    }
+  });
+});
+
+const isRoot = process.getuid?.() === 0;
+
+// Real taps on a real bridge, inside a network namespace this test makes and always deletes.
+describe.skipIf(!isRoot)('taps in a network namespace', () => {
+  let netns: string;
+  const ip = (...args: string[]): string => execFileSync('ip', ['-n', netns, ...args], { encoding: 'utf8' });
+
+  beforeEach(() => {
+    netns = `petrel-test-${randomBytes(4).toString('hex')}`;
+    execFileSync('ip', ['netns', 'add', netns]);
+    ip('link', 'add', 'br0', 'type', 'bridge');
+    ip('link', 'add', 'br1', 'type', 'bridge');
+    ip('link', 'add', 'veth0', 'type', 'veth', 'peer', 'name', 'veth1');
+  });
+
+  afterEach(() => {
+    // Taps are deleted explicitly first: persistent tun devices must not outlive the test.
+    try {
+      for (const line of ip('-o', 'link', 'show').split('\n')) {
+        const tap = /^\d+: ((?:ptap|xtap)\d+)[@:]/u.exec(line)?.[1];
+        if (tap !== undefined) ip('link', 'del', 'dev', tap);
+      }
+    } finally {
+      execFileSync('ip', ['netns', 'del', netns]);
+    }
+  });
+
+  it('lists bridges and checks them with the Albatross text', async () => {
+    expect(value(await listBridges({ netns }))).toEqual(['br0', 'br1']);
+    expect(value(await checkBridges(['br1', 'br0'], { netns }))).toBeUndefined();
+    expect(failure(await checkBridges(['br0', 'veth0'], { netns })).message).toBe(
+      'interface veth0 does not exist',
+    );
+  });
+
+  it('creates a tap that is up and attached to the bridge; undo deletes it', async () => {
+    const tap = value(await createTap('br0', { netns }));
+    expect(tap.value).toBe('ptap0');
+    const link = value(await listLinks([], { netns })).find((l) => l.name === 'ptap0');
+    expect(link).toMatchObject({ kind: 'tun', tunType: 'tap', master: 'br0', up: true });
+    await tap.undo();
+    expect(value(await listLinks([], { netns })).map((l) => l.name)).not.toContain('ptap0');
+  });
+
+  it('numbers taps with the lowest free number, also per prefix', async () => {
+    const t0 = value(await createTap('br0', { netns }));
+    const t1 = value(await createTap('br1', { netns }));
+    expect([t0.value, t1.value]).toEqual(['ptap0', 'ptap1']);
+    await t0.undo();
+    expect(value(await createTap('br0', { netns })).value).toBe('ptap0');
+    expect(value(await createTap('br0', { netns })).value).toBe('ptap2');
+    expect(value(await createTap('br0', { netns, prefix: 'xtap' })).value).toBe('xtap0');
+    expect(value(await listOwnedTaps({ netns }))).toEqual(['ptap0', 'ptap1', 'ptap2']);
+    expect(value(await listOwnedTaps({ netns, prefix: 'xtap' }))).toEqual(['xtap0']);
+  });
+
+  it('skips a number taken by an interface that is not a tap, and does not list it as owned', async () => {
+    ip('link', 'add', 'ptap0', 'type', 'veth', 'peer', 'name', 'peer0');
+    ip('tuntap', 'add', 'dev', 'ptap2', 'mode', 'tun');
+    expect(value(await createTap('br0', { netns })).value).toBe('ptap1');
+    expect(value(await createTap('br0', { netns })).value).toBe('ptap3');
+    expect(value(await listOwnedTaps({ netns }))).toEqual(['ptap1', 'ptap3']);
+  });
+
+  it('reports the failing command with its stderr and leaves no tap behind', async () => {
+    const error = failure(await createTap('nosuchbr', { netns }));
+    expect(error.code).toBe('E_HOST_COMMAND');
+    expect(error.message).toMatch(
+      /^ip -n petrel-test-\w+ link set dev ptap0 master nosuchbr failed: .*nosuchbr/u,
+    );
+    expect(value(await listOwnedTaps({ netns }))).toEqual([]);
+  });
+
+  it('removes a tap idempotently, and never an interface of another kind', async () => {
+    value(await createTap('br0', { netns }));
+    value(await removeTap('ptap0', { netns }));
+    expect(value(await listOwnedTaps({ netns }))).toEqual([]);
+    value(await removeTap('ptap0', { netns }));
+    const error = failure(await removeTap('veth0', { netns }));
+    expect(error.message).toMatch(
+      /^ip -n \S+ tuntap del dev veth0 mode tap failed: ioctl\(TUNSETIFF\): Invalid argument$/u,
+    );
+    expect(value(await listLinks([], { netns })).map((l) => l.name)).toContain('veth0');
+    expect(failure(await removeTap('../x', { netns })).code).toBe('E_HOST_IFNAME');
+  });
+
+  it('refuses a namespace name that could be read as a path or an option', async () => {
+    expect(failure(await listBridges({ netns: '../x' })).code).toBe('E_HOST_NETNS');
+    expect(failure(await listBridges({ netns: '-all' })).code).toBe('E_HOST_NETNS');
+  });
+});
