@@ -2,7 +2,14 @@
 // aggregate recomputed from scratch by scanning everything. Slow and obviously right, it is the
 // oracle the optimised tree in src/resources/tree.ts is compared with.
 
-import { type Label, type Name, type Path, printName, printPath } from '../src/resources/name.js';
+import {
+  type Label,
+  listingOrder,
+  type Name,
+  type Path,
+  printName,
+  printPath,
+} from '../src/resources/name.js';
 import { isSubPolicy, type Policy, samePolicy } from '../src/resources/policy.js';
 import type { Allocation } from '../src/resources/tree.js';
 
@@ -27,14 +34,6 @@ export interface ModelUsage {
 const isPrefix = (prefix: Path, path: Path) =>
   prefix.length <= path.length && prefix.every((l, i) => l === path[i]);
 const subset = <T>(items: Iterable<T>, of: readonly T[]) => [...items].every((x) => of.includes(x));
-
-/** Albatross' listing order for paths: a path before its descendants, siblings descending. */
-export function listingOrder(a: Path, b: Path): number {
-  for (let i = 0; i < Math.min(a.length, b.length); i++) {
-    if (a[i] !== b[i]) return (a[i] as string) < (b[i] as string) ? 1 : -1;
-  }
-  return a.length - b.length;
-}
 
 export class Model {
   policies = new Map<string, { path: Path; policy: Policy }>();

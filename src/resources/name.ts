@@ -127,3 +127,14 @@ export function relativeTo(base: Path, name: Name): Name | null {
   if (!isPrefix(base, name.path)) return null;
   return makeName(name.path.slice(base.length), name.label);
 }
+
+/**
+ * Albatross' listing order over label sequences (albatross-semantics.md §3.3): a node before its
+ * descendants, siblings in descending bytewise label order.
+ */
+export function listingOrder(a: readonly string[], b: readonly string[]): number {
+  for (let i = 0; i < Math.min(a.length, b.length); i++) {
+    if (a[i] !== b[i]) return (a[i] as string) < (b[i] as string) ? 1 : -1;
+  }
+  return a.length - b.length;
+}
