@@ -1,0 +1,21 @@
+// What every `petrel` subcommand module provides, and the I/O it is given (injected so tests run
+// subcommands without a process, files or a terminal).
+
+export interface CliIo {
+  /** Standard output; binary output is written as bytes. */
+  readonly stdout: (chunk: string | Uint8Array) => void;
+  readonly stderr: (text: string) => void;
+  /** Reads a whole file; `-` is standard input. */
+  readonly readFile: (path: string) => Promise<Uint8Array>;
+  readonly writeFile: (path: string, data: Uint8Array) => Promise<void>;
+}
+
+export interface CliCommand {
+  readonly name: string;
+  readonly usage: string;
+  /** Runs with the arguments after the subcommand's name; resolves to the exit code. */
+  run(args: readonly string[], io: CliIo): Promise<number>;
+}
+
+/** Exit codes: success, a failure of the work itself, a command line that could not be understood. */
+export const EXIT = { OK: 0, FAILURE: 1, USAGE: 2 } as const;

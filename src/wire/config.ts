@@ -1,0 +1,384 @@
+// Codecs for the configuration types of albatross-wire.md §4.8: Policy, Typ, FailBehaviour, block
+// and network specs, every UnikernelConfig / UnikernelArguments shape, and MAC addresses.
+
+import { err, ok, type PetrelError, type Result } from '../resources/errors.js';
+import { makePolicy, type Policy } from '../resources/policy.js';
+import { compareBytes, ctx, type Der, enc, type Reader, TAG, utf8Bytes } from './der.js';
+import { fault } from './errors.js';
+import type {
+  BlockSpec,
+  FailBehaviour,
+  MacAddress,
+  NetSpec,
+  Typ,
+  UnikernelArguments,
+  UnikernelArgumentsV0,
+  UnikernelArgumentsV1,
+  UnikernelConfig,
+  UnikernelConfigV0,
+  UnikernelConfigV1,
+  UnikernelConfigV2,
+  UnikernelConfigV3,
+  UnikernelConfigV4,
+} from './types.js';
+
+// --- MAC addresses --------------------------------------------------------------------------
+
+const MAC_TEXT = /^[0-9a-f]{2}(?::[0-9a-f]{2}){5}$/;
+
+export function parseMac(text: string): Result<MacAddress, PetrelError<'E_WIRE_MAC'>> {
+  const lower = typeof text === 'string' ? text.toLowerCase() : '';
+  if (!MAC_TEXT.test(lower)) return err('E_WIRE_MAC', `bad mac address ${JSON.stringify(text)}`);
+  return ok(lower as MacAddress);
+}
+
+export function macFromBytes(bytes: Uint8Array): MacAddress {
+  return Array.from(bytes, (b) => b.toString(16).padStart(2, '0')).join(':') as MacAddress;
+}
+
+function macBytes(mac: MacAddress): Uint8Array {
+  if (typeof mac !== 'string' || !MAC_TEXT.test(mac))
+    fault('E_WIRE_ENCODE', `bad mac address ${String(mac)}`, null);
+  return Uint8Array.from(mac.split(':'), (pair) => Number.parseInt(pair, 16));
+}
+
+export function readMac(r: Reader): MacAddress {
+  const bytes = r.octets('mac');
+  if (bytes.length !== 6) fault('E_WIRE_MAC', 'bad mac address', r.lastStart);
+  return macFromBytes(bytes);
+}
+
+export const encMac = (mac: MacAddress): Der => enc.octets(macBytes(mac));
+
+// --- small shared pieces --------------------------------------------------------------------
+
+export function unknownTag(what: string, tag: number, at: number): never {
+  const shown = (tag & 0xe0) === 0xa0 ? `[${tag & 0x1f}]` : `identifier ${tag.toString(16).padStart(2, '0')}`;
+  return fault('E_WIRE_TAG', `unknown ${what} tag ${shown}`, at);
+}
+
+/** Reads an untagged CHOICE of explicit `[n]` alternatives: `alternative(n, content)`. */
+export function readChoice<T>(r: Reader, what: string, alternative: (n: number, inner: Reader) => T): T {
+  const at = r.offset;
+  const tag = r.next();
+  if ((tag & 0xe0) !== 0xa0) unknownTag(what, tag, at);
+  const inner = r.content();
+  const value = alternative(tag & 0x1f, inner);
+  inner.done();
+  return value;
+}
+
+export function readTyp(r: Reader): Typ {
+  return readChoice(r, 'typ', (n, inner) => {
+    if (n > 1) unknownTag('typ', ctx(n), r.lastStart);
+    inner.null();
+    return n === 0 ? 'solo5' : 'bhyve';
+  });
+}
+
+export function encTyp(typ: Typ): Der {
+  if (typ !== 'solo5' && typ !== 'bhyve') fault('E_WIRE_ENCODE', `unknown typ ${String(typ)}`, null);
+  return enc.explicit(typ === 'solo5' ? 0 : 1, enc.null());
+}
+
+export function readFailBehaviour(r: Reader): FailBehaviour {
+  return readChoice(r, 'fail-behaviour', (n, inner): FailBehaviour => {
+    if (n === 0) {
+      inner.null();
+      return { kind: 'quit' };
+    }
+    if (n === 1) return { kind: 'restart', exitCodes: inner.setOf((x) => x.int('exit code')) };
+    return unknownTag('fail-behaviour', ctx(n), r.lastStart);
+  });
+}
+
+export function encFailBehaviour(fail: FailBehaviour): Der {
+  if (fail.kind === 'quit') return enc.explicit(0, enc.null());
+  if (fail.kind === 'restart') return enc.explicit(1, enc.set(fail.exitCodes.map(enc.integer)));
+  return fault('E_WIRE_ENCODE', 'unknown fail-behaviour', null);
+}
+
+const readStrings = (r: Reader): string[] => r.listOf((x) => x.utf8());
+const encStrings = (items: readonly string[]): Der => enc.sequence(items.map(enc.utf8));
+
+export function readBlockSpec(r: Reader): BlockSpec {
+  return r.sequence((s) => ({
+    device: s.utf8('block-name'),
+    hostDevice: s.peek() === TAG.UTF8 ? s.utf8('block-device-name') : null,
+    sectorSize: s.peek() === TAG.INTEGER ? s.int('block-sector-size') : null,
+  }));
+}
+
+export function encBlockSpec(b: BlockSpec): Der {
+  const fields = [enc.utf8(b.device)];
+  if (b.hostDevice !== null) fields.push(enc.utf8(b.hostDevice));
+  if (b.sectorSize !== null) fields.push(enc.integer(b.sectorSize));
+  return enc.sequence(fields);
+}
+
+export function readNetSpec(r: Reader): NetSpec {
+  return r.sequence((s) => ({
+    netif: s.utf8('netif'),
+    bridge: s.peek() === TAG.UTF8 ? s.utf8('bridge') : null,
+    mac: s.peek() === TAG.OCTET_STRING ? readMac(s) : null,
+  }));
+}
+
+export function encNetSpec(n: NetSpec): Der {
+  const fields = [enc.utf8(n.netif)];
+  if (n.bridge !== null) fields.push(enc.utf8(n.bridge));
+  if (n.mac !== null) fields.push(encMac(n.mac));
+  return enc.sequence(fields);
+}
+
+/** `[n] SET OF X OPTIONAL`, omitted when empty; an absent set decodes as []. */
+export function readOptionalSet<T>(r: Reader, n: number, read: (r: Reader) => T): T[] {
+  return r.optionalExplicit(n, (x) => x.setOf(read)) ?? [];
+}
+
+export function pushOptionalSet<T>(
+  fields: Der[],
+  n: number,
+  items: readonly T[],
+  write: (item: T) => Der,
+): void {
+  if (items.length > 0) fields.push(enc.explicit(n, enc.set(items.map(write))));
+}
+
+/** `[2] SEQUENCE OF UTF8String OPTIONAL`: absent (null) differs from empty. */
+export const readArgumentList = (r: Reader): string[] | null => r.optionalExplicit(2, readStrings);
+
+export function pushArgumentList(fields: Der[], args: readonly string[] | null): void {
+  if (args !== null) fields.push(enc.explicit(2, encStrings(args)));
+}
+
+const readOptionalInt = (r: Reader, what: string): number | null =>
+  r.peek() === TAG.INTEGER ? r.int(what) : null;
+
+// --- Policy ---------------------------------------------------------------------------------
+
+export function readPolicy(r: Reader): Policy {
+  const at = r.offset;
+  const input = r.sequence((s) => ({
+    cpuids: s.listOf((x) => x.int('cpuid')),
+    vms: s.bigint('unikernels'),
+    memory: s.int('memory'),
+    block: readOptionalInt(s, 'block'),
+    bridges: readStrings(s),
+  }));
+  const policy = makePolicy(input);
+  if (!policy.ok) return fault('E_WIRE_POLICY', policy.error.message, at);
+  return policy.value;
+}
+
+export function encPolicy(p: Policy): Der {
+  const bridges = p.bridges.map(utf8Bytes).sort(compareBytes).map(enc.utf8Bytes);
+  const fields = [enc.sequence(p.cpuids.map(enc.integer)), enc.integer(p.vms), enc.integer(p.memory)];
+  if (p.block !== null) fields.push(enc.integer(p.block));
+  fields.push(enc.sequence(bridges));
+  return enc.sequence(fields);
+}
+
+// --- unikernel arguments, and configurations = typ, compressed, image + arguments -----------
+
+/** The fields shared by UnikernelArguments (restart) and UnikernelConfig after the image. */
+function readArgumentsBody(s: Reader): UnikernelArguments {
+  return {
+    failBehaviour: readFailBehaviour(s),
+    startup: readOptionalInt(s, 'startup'),
+    addName: s.boolean('add_name'),
+    cpuids: s.setOf((x) => x.int('cpuid')),
+    memory: s.int('memory'),
+    blocks: readOptionalSet(s, 0, readBlockSpec),
+    bridges: readOptionalSet(s, 1, readNetSpec),
+    arguments: readArgumentList(s),
+    cpus: s.optionalExplicit(3, (x) => x.int('cpus')) ?? 1,
+    linuxBootPartition: s.optionalExplicit(4, (x) => x.utf8('linux_boot_partition')),
+  };
+}
+
+function argumentsBody(a: UnikernelArguments): Der[] {
+  const fields = [encFailBehaviour(a.failBehaviour)];
+  if (a.startup !== null) fields.push(enc.integer(a.startup));
+  fields.push(enc.boolean(a.addName), enc.set(a.cpuids.map(enc.integer)), enc.integer(a.memory));
+  pushSpecs(fields, a);
+  pushArgumentList(fields, a.arguments);
+  fields.push(enc.explicit(3, enc.integer(a.cpus)));
+  if (a.linuxBootPartition !== null) fields.push(enc.explicit(4, enc.utf8(a.linuxBootPartition)));
+  return fields;
+}
+
+function readArgumentsV1Body(s: Reader): UnikernelArgumentsV1 {
+  return {
+    failBehaviour: readFailBehaviour(s),
+    startup: readOptionalInt(s, 'startup'),
+    addName: s.boolean('add_name'),
+    cpuid: s.int('cpuid'),
+    memory: s.int('memory'),
+    blocks: readOptionalSet(s, 0, readBlockSpec),
+    bridges: readOptionalSet(s, 1, readNetSpec),
+    arguments: readArgumentList(s),
+  };
+}
+
+function argumentsV1Body(a: UnikernelArgumentsV1): Der[] {
+  const fields = [encFailBehaviour(a.failBehaviour)];
+  if (a.startup !== null) fields.push(enc.integer(a.startup));
+  fields.push(enc.boolean(a.addName), enc.integer(a.cpuid), enc.integer(a.memory));
+  pushSpecs(fields, a);
+  pushArgumentList(fields, a.arguments);
+  return fields;
+}
+
+function readArgumentsV0Body(s: Reader): UnikernelArgumentsV0 {
+  return {
+    failBehaviour: readFailBehaviour(s),
+    cpuid: s.int('cpuid'),
+    memory: s.int('memory'),
+    blocks: readOptionalSet(s, 0, readBlockSpec),
+    bridges: readOptionalSet(s, 1, readNetSpec),
+    arguments: readArgumentList(s),
+  };
+}
+
+function argumentsV0Body(a: UnikernelArgumentsV0): Der[] {
+  const fields = [encFailBehaviour(a.failBehaviour), enc.integer(a.cpuid), enc.integer(a.memory)];
+  pushSpecs(fields, a);
+  pushArgumentList(fields, a.arguments);
+  return fields;
+}
+
+function pushSpecs(
+  fields: Der[],
+  a: { readonly blocks: readonly BlockSpec[]; readonly bridges: readonly NetSpec[] },
+) {
+  pushOptionalSet(fields, 0, a.blocks, encBlockSpec);
+  pushOptionalSet(fields, 1, a.bridges, encNetSpec);
+}
+
+export const readArguments = (r: Reader): UnikernelArguments => r.sequence(readArgumentsBody);
+export const readArgumentsV1 = (r: Reader): UnikernelArgumentsV1 => r.sequence(readArgumentsV1Body);
+export const readArgumentsV0 = (r: Reader): UnikernelArgumentsV0 => r.sequence(readArgumentsV0Body);
+export const encArguments = (a: UnikernelArguments): Der => enc.sequence(argumentsBody(a));
+export const encArgumentsV1 = (a: UnikernelArgumentsV1): Der => enc.sequence(argumentsV1Body(a));
+export const encArgumentsV0 = (a: UnikernelArgumentsV0): Der => enc.sequence(argumentsV0Body(a));
+
+interface ImagePrefix {
+  readonly typ: Typ;
+  readonly compressed: boolean;
+  readonly image: Uint8Array;
+}
+
+function readImagePrefix(s: Reader): ImagePrefix {
+  return { typ: readTyp(s), compressed: s.boolean('compressed'), image: s.octets('image') };
+}
+
+const imagePrefix = (c: ImagePrefix): Der[] => [
+  encTyp(c.typ),
+  enc.boolean(c.compressed),
+  enc.octets(c.image),
+];
+
+export const readConfig = (r: Reader): UnikernelConfig =>
+  r.sequence((s) => ({ ...readImagePrefix(s), ...readArgumentsBody(s) }));
+export const readConfigV4 = (r: Reader): UnikernelConfigV4 =>
+  r.sequence((s) => ({ ...readImagePrefix(s), ...readArgumentsV1Body(s) }));
+export const readConfigV3 = (r: Reader): UnikernelConfigV3 =>
+  r.sequence((s) => ({ ...readImagePrefix(s), ...readArgumentsV0Body(s) }));
+
+export const encConfig = (c: UnikernelConfig): Der => enc.sequence([...imagePrefix(c), ...argumentsBody(c)]);
+export const encConfigV4 = (c: UnikernelConfigV4): Der =>
+  enc.sequence([...imagePrefix(c), ...argumentsV1Body(c)]);
+export const encConfigV3 = (c: UnikernelConfigV3): Der =>
+  enc.sequence([...imagePrefix(c), ...argumentsV0Body(c)]);
+
+// --- shapes found only in old state files and reply [3] -------------------------------------
+
+export const readConfigV2 = (r: Reader): UnikernelConfigV2 =>
+  r.sequence((s) => ({
+    ...readImagePrefix(s),
+    failBehaviour: readFailBehaviour(s),
+    cpuid: s.int('cpuid'),
+    memory: s.int('memory'),
+    blocks: readOptionalSet(s, 0, (x) => x.utf8('block')),
+    bridges:
+      s.optionalExplicit(1, (x) =>
+        x.listOf((e) =>
+          e.sequence((p) => ({
+            netif: p.utf8('netif'),
+            bridge: p.peek() === TAG.UTF8 ? p.utf8('bridge') : null,
+          })),
+        ),
+      ) ?? [],
+    arguments: readArgumentList(s),
+  }));
+
+export function encConfigV2(c: UnikernelConfigV2): Der {
+  const fields = [
+    ...imagePrefix(c),
+    encFailBehaviour(c.failBehaviour),
+    enc.integer(c.cpuid),
+    enc.integer(c.memory),
+  ];
+  pushOptionalSet(fields, 0, c.blocks, enc.utf8);
+  if (c.bridges.length > 0) {
+    const pairs = c.bridges.map((b) =>
+      enc.sequence(b.bridge === null ? [enc.utf8(b.netif)] : [enc.utf8(b.netif), enc.utf8(b.bridge)]),
+    );
+    fields.push(enc.explicit(1, enc.sequence(pairs)));
+  }
+  pushArgumentList(fields, c.arguments);
+  return enc.sequence(fields);
+}
+
+export const readConfigV1 = (r: Reader): UnikernelConfigV1 =>
+  r.sequence((s) => ({
+    ...readImagePrefix(s),
+    failBehaviour: readFailBehaviour(s),
+    cpuid: s.int('cpuid'),
+    memory: s.int('memory'),
+    blocks: readOptionalSet(s, 0, (x) => x.utf8('block')),
+    bridges: readOptionalSet(s, 1, (x) => x.utf8('bridge')),
+    arguments: readArgumentList(s),
+  }));
+
+export function encConfigV1(c: UnikernelConfigV1): Der {
+  const fields = [
+    ...imagePrefix(c),
+    encFailBehaviour(c.failBehaviour),
+    enc.integer(c.cpuid),
+    enc.integer(c.memory),
+  ];
+  pushOptionalSet(fields, 0, c.blocks, enc.utf8);
+  pushOptionalSet(fields, 1, c.bridges, enc.utf8);
+  pushArgumentList(fields, c.arguments);
+  return enc.sequence(fields);
+}
+
+const ARCHES = ['hvt-amd64', 'hvt-arm64', 'hvt-amd64-compressed'] as const;
+
+export const readConfigV0 = (r: Reader): UnikernelConfigV0 =>
+  r.sequence((s) => {
+    const cpuid = s.int('cpu');
+    const memory = s.int('memory');
+    const block = s.peek() === TAG.UTF8 ? s.utf8('block') : null;
+    const networks = s.peek() === TAG.SEQUENCE ? readStrings(s) : null;
+    const [arch, image] = readChoice(s, 'image', (n, inner) => {
+      const found = ARCHES[n];
+      if (found === undefined) return unknownTag('image', ctx(n), s.lastStart);
+      return [found, inner.octets('image')] as const;
+    });
+    const args = s.peek() === TAG.SEQUENCE ? readStrings(s) : null;
+    return { cpuid, memory, block, networks, arch, image, arguments: args };
+  });
+
+export function encConfigV0(c: UnikernelConfigV0): Der {
+  const fields = [enc.integer(c.cpuid), enc.integer(c.memory)];
+  if (c.block !== null) fields.push(enc.utf8(c.block));
+  if (c.networks !== null) fields.push(encStrings(c.networks));
+  const arch = ARCHES.indexOf(c.arch);
+  if (arch < 0) fault('E_WIRE_ENCODE', `unknown image architecture ${String(c.arch)}`, null);
+  fields.push(enc.explicit(arch, enc.octets(c.image)));
+  if (c.arguments !== null) fields.push(encStrings(c.arguments));
+  return enc.sequence(fields);
+}

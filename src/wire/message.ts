@@ -1,0 +1,304 @@
+// The top level of a message (albatross-wire.md §4.2, §4.9, §4.11): Wire = header + payload,
+// with replies (Success) and data. `decodeWire` / `encodeWire` are the codec's main entry points.
+
+import { parseName, printName } from '../resources/name.js';
+import { encCommand, readCommand } from './command.js';
+import { encConfigV2, encPolicy, readChoice, readConfigV2, readPolicy, unknownTag } from './config.js';
+import { ctx, type Der, enc, Reader, TAG, toBytes } from './der.js';
+import { fault, guard, type WireResult } from './errors.js';
+import {
+  encInfo,
+  encInfoV2,
+  encInfoV3,
+  encInfoV4,
+  encInfoV5,
+  readInfo,
+  readInfoV2,
+  readInfoV3,
+  readInfoV4,
+  readInfoV5,
+} from './info.js';
+import { encStatsData, readStatsData } from './stats.js';
+import {
+  type Data,
+  type Header,
+  type InfoRelease,
+  type Name,
+  type Payload,
+  type Reply,
+  WIRE_VERSION,
+  type Wire,
+} from './types.js';
+
+/** The Success tag that answers each unikernel-info release: [7]→[5], [13]→[8], … [19]→[13]. */
+export const INFO_REPLY_TAG: Readonly<Record<InfoRelease, number>> = {
+  '2.0': 5,
+  '2.1': 8,
+  '2.4': 9,
+  '2.6': 11,
+  '2.7': 13,
+};
+
+/** Decodes one DER `Wire` value that must span `bytes` exactly. */
+export function decodeWire(bytes: Uint8Array): WireResult<Wire> {
+  return guard(() => {
+    const r = new Reader(plain(bytes));
+    const wire = readWire(r);
+    r.done();
+    return wire;
+  });
+}
+
+export function encodeWire(wire: Wire): WireResult<Uint8Array> {
+  return guard(() => toBytes(encWire(wire)));
+}
+
+/** A plain Uint8Array view (a Node Buffer's subarrays would be Buffers too): never a copy. */
+export function plain(bytes: Uint8Array): Uint8Array {
+  if (!(bytes instanceof Uint8Array)) fault('E_WIRE_INTERNAL', 'input is not a byte array', null);
+  return bytes.constructor === Uint8Array
+    ? bytes
+    : new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+}
+
+export function readWire(r: Reader): Wire {
+  if (r.peek() !== TAG.SEQUENCE) fault('E_WIRE_TAG', 'not a sequence', r.offset);
+  return r.sequence((s) => ({ header: readHeader(s), payload: readPayload(s) }), 'Wire');
+}
+
+export function encWire(wire: Wire): Der {
+  return enc.sequence([encHeader(wire.header), encPayload(wire.payload)]);
+}
+
+function readHeader(r: Reader): Header {
+  return r.sequence((s) => {
+    const at = s.offset;
+    const version = s.bigint('version');
+    if (version !== BigInt(WIRE_VERSION)) {
+      const hex =
+        version < 0n
+          ? `-0x${(-version).toString(16).toUpperCase()}`
+          : `0x${version.toString(16).toUpperCase()}`;
+      fault('E_WIRE_VERSION', `unknown version number ${hex}`, at);
+    }
+    return { version: WIRE_VERSION, sequence: s.int64('sequence'), name: readName(s) };
+  }, 'header');
+}
+
+function encHeader(h: Header): Der {
+  if (h.version !== WIRE_VERSION) fault('E_WIRE_ENCODE', `unknown version number ${String(h.version)}`, null);
+  return enc.sequence([enc.integer(WIRE_VERSION), enc.int64(h.sequence), encName(h.name)]);
+}
+
+/** `name`: a UTF8String holding a name string, run through the Name parser. */
+export function readName(r: Reader): Name {
+  const at = r.offset;
+  const parsed = parseName(r.utf8('name'));
+  if (!parsed.ok) fault('E_WIRE_NAME', parsed.error.message, at);
+  return parsed.value;
+}
+
+export const encName = (name: Name): Der => enc.utf8(printName(name));
+
+function readPayload(r: Reader): Payload {
+  return readChoice(r, 'payload', (n, inner): Payload => {
+    switch (n) {
+      case 0:
+        return { kind: 'command', command: readCommand(inner) };
+      case 1:
+        return { kind: 'reply', reply: readReply(inner) };
+      case 2:
+        return { kind: 'failure', message: inner.utf8('failure') };
+      case 3:
+        return { kind: 'data', data: readData(inner) };
+      default:
+        return unknownTag('payload', ctx(n), r.lastStart);
+    }
+  });
+}
+
+function encPayload(p: Payload): Der {
+  switch (p.kind) {
+    case 'command':
+      return enc.explicit(0, encCommand(p.command));
+    case 'reply':
+      return enc.explicit(1, encReply(p.reply));
+    case 'failure':
+      return enc.explicit(2, enc.utf8(p.message));
+    case 'data':
+      return enc.explicit(3, encData(p.data));
+  }
+  return fault('E_WIRE_ENCODE', `unknown payload kind ${String((p as { kind?: unknown }).kind)}`, null);
+}
+
+const named =
+  <T>(read: (r: Reader) => T) =>
+  (r: Reader) =>
+    r.sequence((s) => ({ name: readName(s), info: read(s) }));
+
+function readReply(r: Reader): Reply {
+  return readChoice(r, 'reply', (n, inner): Reply => {
+    switch (n) {
+      case 0:
+        inner.null();
+        return { type: 'empty' };
+      case 1:
+        return { type: 'string', text: inner.utf8('string') };
+      case 2:
+        return {
+          type: 'policies',
+          entries: inner.listOf((e) => e.sequence((s) => ({ name: readName(s), policy: readPolicy(s) }))),
+        };
+      case 3:
+        return {
+          type: 'unikernels-old',
+          entries: inner.listOf((e) => e.sequence((s) => ({ name: readName(s), config: readConfigV2(s) }))),
+        };
+      case 4:
+        return {
+          type: 'block-devices',
+          entries: inner.listOf((e) =>
+            e.sequence((s) => ({ name: readName(s), size: s.int('size'), active: s.boolean('active') })),
+          ),
+        };
+      case 5:
+        return { type: 'unikernel-info', release: '2.0', entries: inner.listOf(named(readInfoV2)) };
+      case 8:
+        return { type: 'unikernel-info', release: '2.1', entries: inner.listOf(named(readInfoV3)) };
+      case 9:
+        return { type: 'unikernel-info', release: '2.4', entries: inner.listOf(named(readInfoV4)) };
+      case 11:
+        return { type: 'unikernel-info', release: '2.6', entries: inner.listOf(named(readInfoV5)) };
+      case 13:
+        return { type: 'unikernel-info', release: '2.7', entries: inner.listOf(named(readInfo)) };
+      case 6:
+      case 7:
+        return inner.sequence((s) => ({
+          type: n === 6 ? 'unikernel-image' : 'block-image-old',
+          compressed: s.boolean('compressed'),
+          image: s.octets('image'),
+        }));
+      case 10:
+        return { type: 'block-device-image', compressed: inner.boolean('compressed') };
+      case 12:
+        return { type: 'consoles', names: inner.listOf(readName) };
+      default:
+        return unknownTag('reply', ctx(n), r.lastStart);
+    }
+  });
+}
+
+const list = <T>(items: readonly T[], write: (item: T) => Der): Der => enc.sequence(items.map(write));
+const entry = (name: Name, value: Der): Der => enc.sequence([encName(name), value]);
+
+function encReply(reply: Reply): Der {
+  switch (reply.type) {
+    case 'empty':
+      return enc.explicit(0, enc.null());
+    case 'string':
+      return enc.explicit(1, enc.utf8(reply.text));
+    case 'policies':
+      return enc.explicit(
+        2,
+        list(reply.entries, (e) => entry(e.name, encPolicy(e.policy))),
+      );
+    case 'unikernels-old':
+      return enc.explicit(
+        3,
+        list(reply.entries, (e) => entry(e.name, encConfigV2(e.config))),
+      );
+    case 'block-devices':
+      return enc.explicit(
+        4,
+        list(reply.entries, (e) =>
+          enc.sequence([encName(e.name), enc.integer(e.size), enc.boolean(e.active)]),
+        ),
+      );
+    case 'unikernel-info':
+      return enc.explicit(INFO_REPLY_TAG[reply.release] ?? badReply(reply), encInfoList(reply));
+    case 'unikernel-image':
+    case 'block-image-old':
+      return enc.explicit(
+        reply.type === 'unikernel-image' ? 6 : 7,
+        enc.sequence([enc.boolean(reply.compressed), enc.octets(reply.image)]),
+      );
+    case 'block-device-image':
+      return enc.explicit(10, enc.boolean(reply.compressed));
+    case 'consoles':
+      return enc.explicit(12, list(reply.names, encName));
+  }
+  return badReply(reply);
+}
+
+function encInfoList(reply: Extract<Reply, { type: 'unikernel-info' }>): Der {
+  switch (reply.release) {
+    case '2.0':
+      return list(reply.entries, (e) => entry(e.name, encInfoV2(e.info)));
+    case '2.1':
+      return list(reply.entries, (e) => entry(e.name, encInfoV3(e.info)));
+    case '2.4':
+      return list(reply.entries, (e) => entry(e.name, encInfoV4(e.info)));
+    case '2.6':
+      return list(reply.entries, (e) => entry(e.name, encInfoV5(e.info)));
+    case '2.7':
+      return list(reply.entries, (e) => entry(e.name, encInfo(e.info)));
+  }
+  return badReply(reply);
+}
+
+function badReply(reply: unknown): never {
+  const shown = reply as { type?: unknown; release?: unknown };
+  return fault(
+    'E_WIRE_ENCODE',
+    `cannot encode reply ${String(shown.type)} ${String(shown.release ?? '')}`,
+    null,
+  );
+}
+
+function readData(r: Reader): Data {
+  return readChoice(r, 'data', (n, inner): Data => {
+    switch (n) {
+      case 0:
+        return inner.sequence((s) => ({
+          type: 'console-old',
+          timestamp: s.utcTime('timestamp'),
+          line: s.utf8Bytes('line'),
+        }));
+      case 1:
+        return { type: 'statistics', stats: readStatsData(inner) };
+      case 2:
+        return fault('E_WIRE_UNSUPPORTED', 'support for log dropped', r.lastStart);
+      case 3:
+        return inner.sequence((s) => ({
+          type: 'console',
+          timestamp: s.generalizedTime('timestamp'),
+          line: s.utf8Bytes('line'),
+        }));
+      case 4:
+        return readChoice(inner, 'block data', (m, chunk): Data => {
+          if (m === 0) return { type: 'block', data: chunk.octets('some-data') };
+          if (m === 1) return { type: 'block', data: chunk.null() };
+          return unknownTag('block data', ctx(m), inner.lastStart);
+        });
+      default:
+        return unknownTag('data', ctx(n), r.lastStart);
+    }
+  });
+}
+
+function encData(data: Data): Der {
+  switch (data.type) {
+    case 'console-old':
+      return enc.explicit(0, enc.sequence([enc.utcTime(data.timestamp), enc.utf8Bytes(data.line)]));
+    case 'statistics':
+      return enc.explicit(1, encStatsData(data.stats));
+    case 'console':
+      return enc.explicit(3, enc.sequence([enc.generalizedTime(data.timestamp), enc.utf8Bytes(data.line)]));
+    case 'block':
+      return enc.explicit(
+        4,
+        data.data === null ? enc.explicit(1, enc.null()) : enc.explicit(0, enc.octets(data.data)),
+      );
+  }
+  return fault('E_WIRE_ENCODE', `cannot encode data ${String((data as { type?: unknown }).type)}`, null);
+}
