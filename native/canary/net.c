@@ -1,0 +1,99 @@
+/* net.c: the net modes (canary-net.hvt, net device "service"). Frames are raw
+ * Ethernet with the local-experimental EtherType 0x88B5, so tests can pick
+ * them out of whatever else crosses the bridge.
+ *   net-send  one broadcast frame from the guest's MAC, then HALT 0
+ *   net-echo  returns every 0x88B5 frame to its sender (NET_READ after POLL)
+ *             with the guest's MAC as source, until killed */
+#include "canary.h"
+
+#define ETHERTYPE_CANARY 0x88b5
+
+static uint8_t frame[9216 + 14]; /* a jumbo MTU and its header */
+
+static const struct mft_entry *service(uint64_t *handle, uint8_t mac[6], uint16_t *mtu)
+{
+    const struct mft_entry *e = device("service", MFT_NET_BASIC, handle);
+    if (e == NULL) {
+        say("net no service device");
+        halt(2);
+    }
+    memcpy(mac, e->props, 6);
+    memcpy(mtu, e->props + 6, 2);
+    return e;
+}
+
+static int32_t net_call(unsigned n, uint64_t handle, void *data, uint64_t *len)
+{
+    volatile struct hvt_net a = {.handle = handle, .data = (uint64_t)(uintptr_t)data, .len = *len};
+    hvt_call(n, &a);
+    *len = a.len;
+    return a.ret;
+}
+
+void mode_net_send(int argc, char **argv)
+{
+    (void)argc;
+    (void)argv;
+    uint64_t h;
+    uint8_t mac[6];
+    uint16_t mtu;
+    service(&h, mac, &mtu);
+
+    static const char payload[] = "petrel-canary net-send";
+    memset(frame, 0, 60);
+    memset(frame, 0xff, 6);
+    memcpy(frame + 6, mac, 6);
+    frame[12] = ETHERTYPE_CANARY >> 8;
+    frame[13] = ETHERTYPE_CANARY & 0xff;
+    memcpy(frame + 14, payload, sizeof payload - 1);
+    uint64_t len = 60; /* the Ethernet minimum without FCS */
+    int32_t r = net_call(HVT_NET_WRITE, h, frame, &len);
+
+    put_s("petrel-canary net-send ret=");
+    put_i(r);
+    put_s(" mac=");
+    put_mac(mac);
+    put_s(" mtu=");
+    put_u(mtu);
+    put_s("\n");
+    halt(r == SOLO5_R_OK ? 0 : 3);
+}
+
+void mode_net_echo(int argc, char **argv)
+{
+    (void)argc;
+    (void)argv;
+    uint64_t h;
+    uint8_t mac[6];
+    uint16_t mtu;
+    service(&h, mac, &mtu);
+    put_s("petrel-canary net-echo ready mac=");
+    put_mac(mac);
+    put_s("\n");
+    flush();
+
+    uint64_t echoed = 0;
+    for (;;) {
+        volatile struct hvt_poll p = {.timeout_nsecs = 1000000000ULL};
+        hvt_call(HVT_POLL, &p);
+        if (!(p.ready_set & (1ULL << h)))
+            continue;
+        for (;;) {
+            uint64_t len = (uint64_t)mtu + 14 <= sizeof frame ? (uint64_t)mtu + 14 : sizeof frame;
+            int32_t r = net_call(HVT_NET_READ, h, frame, &len);
+            if (r != SOLO5_R_OK)
+                break;
+            if (len < 14 || frame[12] != (ETHERTYPE_CANARY >> 8) || frame[13] != (ETHERTYPE_CANARY & 0xff))
+                continue;
+            memcpy(frame, frame + 6, 6);
+            memcpy(frame + 6, mac, 6);
+            r = net_call(HVT_NET_WRITE, h, frame, &len);
+            put_s("petrel-canary echoed ");
+            put_u(++echoed);
+            put_s(" ret=");
+            put_i(r);
+            put_s("\n");
+            flush();
+        }
+    }
+}

@@ -1,0 +1,13 @@
+/* notes.c: the ABI note: target hvt (1), version 2, reserved words 0. */
+#include "notes.h"
+
+__attribute__((section(".note.solo5.abi"), used, aligned(4))) static const struct {
+    struct note_header h;
+    uint32_t target, version, reserved0, reserved1;
+} abi_note = {
+    .h = {6, 16, NOTE_ABI_TYPE, "Solo5"},
+    .target = 1,
+    .version = 2,
+    .reserved0 = 0,
+    .reserved1 = 0,
+};

@@ -1,0 +1,53 @@
+/* devices.h: the block and net modules (solo5.md §1.4, §3.13, §3.14). A device
+ * is identified by its manifest entry index, which is also the handle the
+ * guest passes in hypercalls. */
+#ifndef PETREL_DEVICES_H
+#define PETREL_DEVICES_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "guest.h"
+#include "manifest.h"
+
+struct device {
+    int fd;        /* -1 until attached */
+    uint32_t kind; /* MFT_BLOCK_BASIC or MFT_NET_BASIC once attached */
+    /* block */
+    uint64_t capacity;
+    uint32_t block_size;
+    /* net */
+    bool mac_given;
+    uint8_t mac[6];
+    uint16_t mtu;
+};
+
+extern struct device devices[MFT_MAX_ENTRIES];
+
+void devices_init(void);
+
+/* Pass 2 (§1.2): true if the word is a well-formed option of the module and
+ * its device was set up; false (after printing why, where solo5 does) makes
+ * the caller report "Invalid option". Block files are opened and taps attached
+ * here, as in solo5. */
+bool block_option(const char *word, const struct manifest *m);
+bool net_option(const char *word, const struct manifest *m);
+
+/* Step 9 of §1.8: block size checks, MACs, the manifest entries the guest sees,
+ * the hypercalls each module serves, then every declared device must be attached. */
+void devices_setup(struct manifest *m);
+
+/* A device name as the option parser accepts it: [A-Za-z0-9]{1,67} before '='.
+ * Returns a pointer just past the '=', or NULL. */
+const char *device_name(const char *s, char name[MFT_NAME_SIZE]);
+
+/* Hypercall handlers of the modules (solo5.md §3.11). */
+void hc_block_write(const struct guest *g, uint64_t gpa);
+void hc_block_read(const struct guest *g, uint64_t gpa);
+void hc_net_write(const struct guest *g, uint64_t gpa);
+void hc_net_read(const struct guest *g, uint64_t gpa);
+
+/* For POLL: the attached net devices' descriptors and handles. */
+unsigned net_pollable(int fds[MFT_MAX_ENTRIES], unsigned handles[MFT_MAX_ENTRIES]);
+
+#endif

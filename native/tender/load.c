@@ -1,0 +1,100 @@
+/* load.c: loading the image into guest memory with solo5-hvt's rules, in its
+ * order, with its messages (solo5.md §3.6). A tender that accepted less would
+ * refuse real unikernels; one that accepted more would run images solo5 refuses. */
+#include "image.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "util.h"
+
+#define PAGE 4096ULL
+
+static _Noreturn void bad(const struct image *img, const char *fmt, unsigned i, uint64_t a, uint64_t b)
+{
+    char what[256];
+    snprintf(what, sizeof what, fmt, i, (unsigned long)a, (unsigned long)b);
+    die("%s: invalid executable: %s", img->path, what);
+}
+
+void image_load(const struct image *img, struct guest *g, uint64_t *entry, uint64_t *kernel_end)
+{
+    const uint64_t mem_size = g->mem_size;
+    const uint64_t e = img->ehdr.e_entry;
+    uint64_t e_end = 0, prev_vaddr = 0;
+
+    if (e < GUEST_MIN_LOAD || e >= mem_size)
+        die("%s: invalid executable: e_entry does not fall within the memory allocation range "
+            "(%lu < %llu || %lu >= %lu)",
+            img->path, (unsigned long)e, GUEST_MIN_LOAD, (unsigned long)e, (unsigned long)mem_size);
+
+    g->ro = calloc(img->ehdr.e_phnum, sizeof *g->ro);
+    if (g->ro == NULL)
+        die_errno("could not allocate segment table");
+    g->n_ro = 0;
+
+    for (unsigned i = 0; i < img->ehdr.e_phnum; i++) {
+        const Elf64_Phdr *p = &img->phdrs[i];
+        /* Empty PT_LOADs (solo5's TLS template at address 0) and .bss-only ones
+         * are skipped: the first would fail rule 1, the second relies on guest
+         * memory being zero, as in solo5. */
+        if (p->p_type != PT_LOAD || p->p_filesz == 0)
+            continue;
+        const uint64_t v = p->p_vaddr, align = p->p_align;
+
+        if (v < GUEST_MIN_LOAD)
+            bad(img, "phdr[%u].p_vaddr outside of valid memory range (%lu < %lu)", i, v,
+                GUEST_MIN_LOAD);
+        if (v < prev_vaddr)
+            bad(img, "phdr[%u].p_vaddr is not in ascending order", i, v, prev_vaddr);
+        prev_vaddr = v;
+        if (align == 0 || (align & (align - 1)) != 0)
+            bad(img, "phdr[%u].p_align is not a power of two", i, align, align);
+        const uint64_t start = v & ~(align - 1);
+        if (start < GUEST_MIN_LOAD || start < e_end)
+            bad(img, "phdr[%u].p_vaddr_start is outside of memory range (%lu < %lu (e_end))", i, start,
+                e_end);
+        if (v >= mem_size || p->p_filesz > mem_size - v)
+            bad(img, "phdr[%u] program file segment falls outside of valid range", i, v,
+                p->p_filesz);
+        const uint64_t top = v + p->p_memsz; /* no overflow: v < mem_size <= 4 GiB once checked */
+        const uint64_t end = (top & (align - 1)) ? (top | (align - 1)) + 1 : top;
+        if (p->p_memsz < p->p_filesz || p->p_memsz > mem_size - v || end > mem_size)
+            bad(img,
+                "phdr[%u] program memory segment falls outside of valid range "
+                "(%lu (p_vaddr + p_memsz) > %lu (mem_size))",
+                i, v + p->p_memsz, mem_size);
+
+        ssize_t n = pread(img->fd, g->mem + v, p->p_filesz, (off_t)p->p_offset);
+        if (n < 0 || (uint64_t)n != p->p_filesz)
+            bad(img, "phdr[%u] could not be read (%lu != %lu)", i, n < 0 ? 0 : (uint64_t)n,
+                p->p_filesz);
+        memset(g->mem + v + p->p_filesz, 0, p->p_memsz - p->p_filesz);
+
+        if ((start & (PAGE - 1)) != 0 || (end & (PAGE - 1)) != 0)
+            bad(img, "phdr[%u].p_vaddr_start not aligned with architectural page size (%lu & (%lu - 1))",
+                i, start, PAGE - 1);
+        /* W^X: a segment both writable and executable would let the guest
+         * rewrite its own code; solo5 refuses it and so do we. */
+        if ((p->p_flags & PF_W) && (p->p_flags & PF_X))
+            bad(img, "phdr[%u] requests WRITE and EXEC permissions", i, v, end);
+        /* Execute is dropped on the host: the guest executes through KVM, and the
+         * tender never runs guest memory. KVM carries read-only into the guest. */
+        int prot = PROT_NONE;
+        if (p->p_flags & (PF_R | PF_X))
+            prot |= PROT_READ;
+        if (p->p_flags & PF_W)
+            prot |= PROT_WRITE;
+        if (mprotect(g->mem + start, end - start, prot) != 0)
+            die_errno("%s: could not protect phdr[%u]", img->path, i);
+        if (!(prot & PROT_WRITE))
+            g->ro[g->n_ro++] = (struct range){start, end};
+        e_end = end;
+    }
+    *entry = e;
+    *kernel_end = e_end;
+}

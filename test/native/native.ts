@@ -1,0 +1,147 @@
+// Paths of the built native binaries and helpers that run them and judge the outcome.
+// The binaries come from `npm run build:native` (make -C native); tests never build them.
+import { type SpawnOptions, spawn, spawnSync } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { expect } from 'vitest';
+import { kvmUsable } from './kvm.js';
+
+const build = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'native', 'build');
+
+export const tender = join(build, 'petrel-hvt');
+export const canary = join(build, 'canary.hvt');
+export const canaryBlk = join(build, 'canary-blk.hvt');
+export const canaryNet = join(build, 'canary-net.hvt');
+export const tapPeer = join(build, 'tap-peer');
+
+export function requireBuilt(): void {
+  for (const f of [tender, canary, canaryBlk, canaryNet, tapPeer]) {
+    if (!existsSync(f)) throw new Error(`${f} is missing: run \`npm run build:native\` first`);
+  }
+}
+
+export interface Outcome {
+  status: number | null;
+  signal: NodeJS.Signals | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs a command to completion (killed after timeoutMs). */
+export function runSync(cmd: string, args: readonly string[], timeoutMs = 20_000): Outcome {
+  const r = spawnSync(cmd, args, { encoding: 'latin1', timeout: timeoutMs, killSignal: 'SIGKILL' });
+  if (r.error && !r.signal) throw r.error;
+  return { status: r.status, signal: r.signal, stdout: r.stdout, stderr: r.stderr };
+}
+
+export function runTender(args: readonly string[], timeoutMs?: number): Outcome {
+  return runSync(tender, args, timeoutMs);
+}
+
+/** A tender-side failure: exit 1 and the message on a line of its own, after the program prefix. */
+export function expectFailure(r: Outcome, message: string): void {
+  expect(r.stderr.split('\n')).toContain(`petrel-hvt: ${message}`);
+  expect(r.status).toBe(1);
+}
+
+const kvmMissing = /^petrel-hvt: Could not open: \/dev\/kvm: .+$/m;
+
+/**
+ * Everything before step 6 of solo5.md §1.8 succeeded. Where KVM works the guest then ran and
+ * exited with guestStatus; where it does not, the tender stopped at /dev/kvm with status 1.
+ */
+export function expectReachedKvm(r: Outcome, guestStatus: number): void {
+  if (kvmUsable) {
+    expect(r.stderr).not.toMatch(kvmMissing);
+    expect(r.status).toBe(guestStatus);
+  } else {
+    expect(r.stderr).toMatch(kvmMissing);
+    expect(r.status).toBe(1);
+  }
+}
+
+export interface Running {
+  readonly pid: number;
+  readonly stdout: () => string;
+  readonly stderr: () => string;
+  /** Resolves once stdout contains the text; rejects if the process ends first or after timeoutMs. */
+  readonly waitFor: (text: string, timeoutMs?: number) => Promise<void>;
+  readonly exited: Promise<{ status: number | null; signal: NodeJS.Signals | null; at: number }>;
+  /** SIGKILL if still running; safe to call twice. */
+  readonly stop: () => void;
+}
+
+/** Starts a long-running process; stdout and stderr are collected as they arrive. */
+export function start(cmd: string, args: readonly string[], options: SpawnOptions = {}): Running {
+  const child = spawn(cmd, args, { ...options, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  let err = '';
+  let done = false;
+  const waiters = new Set<() => void>();
+  child.stdout?.setEncoding('latin1').on('data', (d: string) => {
+    out += d;
+    for (const w of waiters) w();
+  });
+  child.stderr?.setEncoding('latin1').on('data', (d: string) => {
+    err += d;
+  });
+  const exited = new Promise<{ status: number | null; signal: NodeJS.Signals | null; at: number }>(
+    (resolve, reject) => {
+      child.on('error', reject);
+      child.on('exit', (status, signal) => {
+        const at = performance.now();
+        done = true;
+        for (const w of waiters) w();
+        resolve({ status, signal, at });
+      });
+    },
+  );
+  if (child.pid === undefined) throw new Error(`could not start ${cmd}`);
+  const pid = child.pid;
+  return {
+    pid,
+    stdout: () => out,
+    stderr: () => err,
+    exited,
+    stop: () => {
+      if (!done) child.kill('SIGKILL');
+    },
+    waitFor: (text, timeoutMs = 10_000) =>
+      new Promise<void>((resolve, reject) => {
+        const timer = setTimeout(() => {
+          waiters.delete(check);
+          reject(new Error(`timed out waiting for ${JSON.stringify(text)}; stdout ${out} stderr ${err}`));
+        }, timeoutMs);
+        function check(): void {
+          if (out.includes(text)) {
+            clearTimeout(timer);
+            waiters.delete(check);
+            resolve();
+          } else if (done) {
+            clearTimeout(timer);
+            waiters.delete(check);
+            reject(new Error(`exited before ${JSON.stringify(text)}; stdout ${out} stderr ${err}`));
+          }
+        }
+        waiters.add(check);
+        check();
+      }),
+  };
+}
+
+/** True while the process exists and is not a zombie (a zombie has already died). */
+export function alive(pid: number): boolean {
+  let stat: string;
+  try {
+    stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  } catch {
+    return false;
+  }
+  const state = stat.charAt(stat.lastIndexOf(')') + 2);
+  return state !== 'Z' && state !== 'X';
+}
+
+export function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
