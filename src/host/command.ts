@@ -20,6 +20,11 @@ const DEFAULT_TIMEOUT_MS = 10_000;
 /** Generous for `ip -j link show` on hosts with many interfaces; beyond it the command fails. */
 const MAX_OUTPUT_BYTES = 16 * 1024 * 1024;
 
+/** The environment host commands and tenders get unless told otherwise: this process' PATH only. */
+export function defaultCommandEnv(): NodeJS.ProcessEnv {
+  return { PATH: process.env.PATH ?? '/usr/sbin:/usr/bin:/sbin:/bin' };
+}
+
 export function commandLine(file: string, args: readonly string[]): string {
   return [file, ...args].join(' ');
 }
@@ -34,7 +39,7 @@ export function runCommand(
   args: readonly string[],
   options: CommandOptions = {},
 ): Promise<Result<CommandOutput, PetrelError<'E_HOST_COMMAND'>>> {
-  const env = options.env ?? { PATH: process.env.PATH ?? '/usr/sbin:/usr/bin:/sbin:/bin' };
+  const env = options.env ?? defaultCommandEnv();
   return new Promise((resolve) => {
     execFile(
       file,

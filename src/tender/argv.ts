@@ -10,9 +10,9 @@ export interface LaunchNet {
   /** Unikernel-side interface name (a manifest NET_BASIC device). */
   readonly netif: string;
   /** Host bridge; informational here (the tap is already attached to it). */
-  readonly bridge?: string;
+  readonly bridge?: string | null;
   /** Configured MAC, `xx:xx:xx:xx:xx:xx`; absent = derived from netif and name (wire §3.6). */
-  readonly mac?: string;
+  readonly mac?: string | null;
   /** The host tap made for this network. */
   readonly tap: string;
 }
@@ -23,7 +23,7 @@ export interface LaunchBlock {
   /** `<state-dir>/block/<block name string>`. */
   readonly path: string;
   /** Sector size in bytes; absent = the tender's default (512), and no option is written. */
-  readonly sectorSize?: number;
+  readonly sectorSize?: number | null;
 }
 
 /** What a tender launch needs; the wire configuration is adapted to this by the engine. */
@@ -108,7 +108,7 @@ function check(launch: UnikernelLaunch, options: ArgvOptions): Result<string, La
     if (net.tap === '' || Buffer.byteLength(net.tap) > MAX_TAP || /[\s/:=\0]/u.test(net.tap)) {
       return invalid(`invalid tap name ${JSON.stringify(net.tap)}`);
     }
-    if (net.mac !== undefined && !MAC.test(net.mac))
+    if (net.mac != null && !MAC.test(net.mac))
       return invalid(`invalid MAC address ${JSON.stringify(net.mac)}`);
   }
   for (const block of launch.blocks) {
@@ -118,7 +118,7 @@ function check(launch: UnikernelLaunch, options: ArgvOptions): Result<string, La
     if (block.path === '' || /[\s\0]/u.test(block.path))
       return invalid(`invalid block path ${JSON.stringify(block.path)}`);
     const size = block.sectorSize;
-    if (size !== undefined && (!isPowerOfTwo(size) || size < 512 || size > 32768)) {
+    if (size != null && (!isPowerOfTwo(size) || size < 512 || size > 32768)) {
       return invalid('sector size must be a power of two greater than or equal 512', { sectorSize: size });
     }
   }
@@ -159,7 +159,7 @@ export function tenderArgv(
     ),
     ...launch.blocks.map((b) => `--block:${b.name}=${b.path}`),
     ...launch.blocks.flatMap((b) =>
-      b.sectorSize === undefined ? [] : [`--block-sector-size:${b.name}=${b.sectorSize}`],
+      b.sectorSize == null ? [] : [`--block-sector-size:${b.name}=${b.sectorSize}`],
     ),
     '--',
     launch.image,

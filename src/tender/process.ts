@@ -5,6 +5,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { constants } from 'node:fs';
 import { type FileHandle, lstat, open } from 'node:fs/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { defaultCommandEnv } from '../host/command.js';
 import { ioError } from '../host/files.js';
 import {
   type PidRecord,
@@ -130,7 +131,7 @@ export async function spawnTender(options: SpawnOptions): Promise<Result<TenderP
   try {
     child = spawn(program, args, {
       stdio: [fd, fd, fd],
-      env: options.env ?? { PATH: process.env.PATH ?? '/usr/sbin:/usr/bin:/sbin:/bin' },
+      env: options.env ?? defaultCommandEnv(),
       windowsHide: true,
     });
   } catch (cause) {

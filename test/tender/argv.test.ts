@@ -89,6 +89,18 @@ describe('tender argument vector (semantics §8.2)', () => {
     ]);
   });
 
+  it('takes null as absent, as the wire codec writes it', () => {
+    const launch: UnikernelLaunch = {
+      ...web,
+      name: name(':hello'),
+      nets: [{ netif: 'service', bridge: null, mac: null, tap: 'ptap0' }],
+      blocks: [{ name: 'storage', path: '/s/block/:storage', sectorSize: null }],
+    };
+    const words = argv(launch);
+    expect(words).toContain('--net-mac:service=00:80:41:cd:8a:eb');
+    expect(words.filter((w) => w.startsWith('--block-sector-size'))).toEqual([]);
+  });
+
   it('writes the full name with --no-drop-path, and nothing but `--` and the image when bare', () => {
     expect(argv(web, true)).toContain('--name=user:web');
     const bare: UnikernelLaunch = { ...web, nets: [], blocks: [], addName: false, args: [] };
