@@ -30,8 +30,16 @@ export function ioError(op: string, file: string, cause: unknown): FileError {
   };
 }
 
-function randomSuffix(): string {
-  return `${process.pid}-${randomBytes(6).toString('hex')}`;
+/**
+ * A name beside `file` for a temporary or set-aside copy: `<lead><base><mark><pid>-<random>`.
+ * The base is cut to 200 bytes so the result stays below NAME_MAX even for the longest names.
+ */
+function sideName(file: string, lead: string, mark: string): string {
+  const base = Buffer.from(path.basename(file)).subarray(0, 200).toString();
+  return path.join(
+    path.dirname(file),
+    `${lead}${base}${mark}${process.pid}-${randomBytes(6).toString('hex')}`,
+  );
 }
 
 /** True for names this module gives its temporary and trash files. */
@@ -107,7 +115,7 @@ async function replaceAtomically(
   mode: number,
 ): Promise<Result<void, FileError>> {
   const dir = path.dirname(file);
-  const temp = path.join(dir, `.${path.basename(file)}${TEMP_MARK}${randomSuffix()}`);
+  const temp = sideName(file, '.', TEMP_MARK);
   const handle = await openNoFollow(temp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL, mode);
   if (!handle.ok) return handle;
   let step = 'write';
@@ -256,7 +264,7 @@ export async function removeBlockFile(
     return fail(ioError('lstat', target, cause));
   }
   const dir = path.dirname(target);
-  const aside = path.join(dir, `${TRASH_PREFIX}${path.basename(target)}.${randomSuffix()}`);
+  const aside = sideName(target, TRASH_PREFIX, '.');
   try {
     await rename(target, aside);
     await fsyncDir(dir);

@@ -83,6 +83,16 @@ describe('atomic write', () => {
     expect((await lstat(link)).isSymbolicLink()).toBe(true);
   });
 
+  it('works for the longest names (temporary names stay within NAME_MAX)', async () => {
+    const long = name(['a', 'b', 'c', 'd'].map((c) => c.repeat(c === 'd' ? 56 : 63)).join(':'));
+    const written = value(await writeImage(dir, long, Buffer.from('ELF')));
+    expect(Buffer.byteLength(path.basename(written.value))).toBe(252);
+    value(await writeImage(dir, long, Buffer.from('ELF2')));
+    const block = value(await createBlockFile(dir, long, 1));
+    await value(await removeBlockFile(dir, long)).undo();
+    expect(await readFile(block.value)).toHaveLength(1024 * 1024);
+  });
+
   it('writes the image of a unikernel to <run-dir>/<name>.img', async () => {
     const written = value(await writeImage(dir, name('user:web'), Buffer.from('ELF')));
     expect(written.value).toBe(path.join(dir, 'user:web.img'));
