@@ -179,14 +179,38 @@ export function encPolicy(p: Policy): Der {
   return enc.sequence(fields);
 }
 
-// --- unikernel arguments, and configurations = typ, compressed, image + arguments -----------
+// --- unikernel arguments, and configurations = typ, compressed, image + the same fields -----
+// One wrinkle: a configuration puts `startup` and `add_name` before `fail-behaviour`, the
+// arguments of a restart put them after it. `inConfig` selects the order.
 
-/** The fields shared by UnikernelArguments (restart) and UnikernelConfig after the image. */
-function readArgumentsBody(s: Reader): UnikernelArguments {
+interface Head {
+  readonly failBehaviour: FailBehaviour;
+  readonly startup: number | null;
+  readonly addName: boolean;
+}
+
+function readHead(s: Reader, inConfig: boolean): Head {
+  if (inConfig) {
+    const startup = readOptionalInt(s, 'startup');
+    const addName = s.boolean('add_name');
+    return { failBehaviour: readFailBehaviour(s), startup, addName };
+  }
+  const failBehaviour = readFailBehaviour(s);
+  return { failBehaviour, startup: readOptionalInt(s, 'startup'), addName: s.boolean('add_name') };
+}
+
+function head(h: Head, inConfig: boolean): Der[] {
+  const fields: Der[] = h.startup === null ? [] : [enc.integer(h.startup)];
+  fields.push(enc.boolean(h.addName));
+  return inConfig
+    ? [...fields, encFailBehaviour(h.failBehaviour)]
+    : [encFailBehaviour(h.failBehaviour), ...fields];
+}
+
+/** UnikernelArguments, or the UnikernelConfig fields after the image. */
+function readArgumentsBody(s: Reader, inConfig: boolean): UnikernelArguments {
   return {
-    failBehaviour: readFailBehaviour(s),
-    startup: readOptionalInt(s, 'startup'),
-    addName: s.boolean('add_name'),
+    ...readHead(s, inConfig),
     cpuids: s.setOf((x) => x.int('cpuid')),
     memory: s.int('memory'),
     blocks: readOptionalSet(s, 0, readBlockSpec),
@@ -197,10 +221,8 @@ function readArgumentsBody(s: Reader): UnikernelArguments {
   };
 }
 
-function argumentsBody(a: UnikernelArguments): Der[] {
-  const fields = [encFailBehaviour(a.failBehaviour)];
-  if (a.startup !== null) fields.push(enc.integer(a.startup));
-  fields.push(enc.boolean(a.addName), enc.set(a.cpuids.map(enc.integer)), enc.integer(a.memory));
+function argumentsBody(a: UnikernelArguments, inConfig: boolean): Der[] {
+  const fields = [...head(a, inConfig), enc.set(a.cpuids.map(enc.integer)), enc.integer(a.memory)];
   pushSpecs(fields, a);
   pushArgumentList(fields, a.arguments);
   fields.push(enc.explicit(3, enc.integer(a.cpus)));
@@ -208,11 +230,10 @@ function argumentsBody(a: UnikernelArguments): Der[] {
   return fields;
 }
 
-function readArgumentsV1Body(s: Reader): UnikernelArgumentsV1 {
+/** UnikernelArgumentsV1, or the UnikernelConfigV4 fields after the image. */
+function readArgumentsV1Body(s: Reader, inConfig: boolean): UnikernelArgumentsV1 {
   return {
-    failBehaviour: readFailBehaviour(s),
-    startup: readOptionalInt(s, 'startup'),
-    addName: s.boolean('add_name'),
+    ...readHead(s, inConfig),
     cpuid: s.int('cpuid'),
     memory: s.int('memory'),
     blocks: readOptionalSet(s, 0, readBlockSpec),
@@ -221,15 +242,14 @@ function readArgumentsV1Body(s: Reader): UnikernelArgumentsV1 {
   };
 }
 
-function argumentsV1Body(a: UnikernelArgumentsV1): Der[] {
-  const fields = [encFailBehaviour(a.failBehaviour)];
-  if (a.startup !== null) fields.push(enc.integer(a.startup));
-  fields.push(enc.boolean(a.addName), enc.integer(a.cpuid), enc.integer(a.memory));
+function argumentsV1Body(a: UnikernelArgumentsV1, inConfig: boolean): Der[] {
+  const fields = [...head(a, inConfig), enc.integer(a.cpuid), enc.integer(a.memory)];
   pushSpecs(fields, a);
   pushArgumentList(fields, a.arguments);
   return fields;
 }
 
+/** UnikernelArgumentsV0, or the UnikernelConfigV3 fields after the image (same order in both). */
 function readArgumentsV0Body(s: Reader): UnikernelArgumentsV0 {
   return {
     failBehaviour: readFailBehaviour(s),
@@ -256,11 +276,13 @@ function pushSpecs(
   pushOptionalSet(fields, 1, a.bridges, encNetSpec);
 }
 
-export const readArguments = (r: Reader): UnikernelArguments => r.sequence(readArgumentsBody);
-export const readArgumentsV1 = (r: Reader): UnikernelArgumentsV1 => r.sequence(readArgumentsV1Body);
+export const readArguments = (r: Reader): UnikernelArguments =>
+  r.sequence((s) => readArgumentsBody(s, false));
+export const readArgumentsV1 = (r: Reader): UnikernelArgumentsV1 =>
+  r.sequence((s) => readArgumentsV1Body(s, false));
 export const readArgumentsV0 = (r: Reader): UnikernelArgumentsV0 => r.sequence(readArgumentsV0Body);
-export const encArguments = (a: UnikernelArguments): Der => enc.sequence(argumentsBody(a));
-export const encArgumentsV1 = (a: UnikernelArgumentsV1): Der => enc.sequence(argumentsV1Body(a));
+export const encArguments = (a: UnikernelArguments): Der => enc.sequence(argumentsBody(a, false));
+export const encArgumentsV1 = (a: UnikernelArgumentsV1): Der => enc.sequence(argumentsV1Body(a, false));
 export const encArgumentsV0 = (a: UnikernelArgumentsV0): Der => enc.sequence(argumentsV0Body(a));
 
 interface ImagePrefix {
@@ -280,15 +302,16 @@ const imagePrefix = (c: ImagePrefix): Der[] => [
 ];
 
 export const readConfig = (r: Reader): UnikernelConfig =>
-  r.sequence((s) => ({ ...readImagePrefix(s), ...readArgumentsBody(s) }));
+  r.sequence((s) => ({ ...readImagePrefix(s), ...readArgumentsBody(s, true) }));
 export const readConfigV4 = (r: Reader): UnikernelConfigV4 =>
-  r.sequence((s) => ({ ...readImagePrefix(s), ...readArgumentsV1Body(s) }));
+  r.sequence((s) => ({ ...readImagePrefix(s), ...readArgumentsV1Body(s, true) }));
 export const readConfigV3 = (r: Reader): UnikernelConfigV3 =>
   r.sequence((s) => ({ ...readImagePrefix(s), ...readArgumentsV0Body(s) }));
 
-export const encConfig = (c: UnikernelConfig): Der => enc.sequence([...imagePrefix(c), ...argumentsBody(c)]);
+export const encConfig = (c: UnikernelConfig): Der =>
+  enc.sequence([...imagePrefix(c), ...argumentsBody(c, true)]);
 export const encConfigV4 = (c: UnikernelConfigV4): Der =>
-  enc.sequence([...imagePrefix(c), ...argumentsV1Body(c)]);
+  enc.sequence([...imagePrefix(c), ...argumentsV1Body(c, true)]);
 export const encConfigV3 = (c: UnikernelConfigV3): Der =>
   enc.sequence([...imagePrefix(c), ...argumentsV0Body(c)]);
 
