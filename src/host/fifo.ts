@@ -1,6 +1,7 @@
 // The console FIFO `<run-dir>/fifo/<name>` that a tender writes its output to: made with the
 // `mkfifo` command (Node has no mkfifo(2)), checked to really be a FIFO, removed with its undo.
 
+import type { Dirent } from 'node:fs';
 import { chmod, lstat, mkdir, readdir } from 'node:fs/promises';
 import { err, ok, type PetrelError, PetrelException, type Result } from '../resources/errors.js';
 import type { Name } from '../resources/name.js';
@@ -107,7 +108,7 @@ export interface FifoListing {
 /** What is in `<run-dir>/fifo` (a missing directory is empty), for start-up cleanup. */
 export async function listFifos(runDir: string): Promise<Result<FifoListing, FileError>> {
   const dir = fifoDir(runDir);
-  let entries: import('node:fs').Dirent[];
+  let entries: Dirent[];
   try {
     entries = await readdir(dir, { withFileTypes: true });
   } catch (cause) {

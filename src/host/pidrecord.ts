@@ -1,6 +1,7 @@
 // Tender PID records `<run-dir>/tenders/<name>` (petrel-differences (e)): pid plus the kernel's
 // process start time, so a restarted daemon stops its own leftovers and never a recycled pid.
 
+import { constants } from 'node:fs';
 import { mkdir, readdir, readFile } from 'node:fs/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { err, ok, type PetrelError, type Result } from '../resources/errors.js';
@@ -96,7 +97,7 @@ export async function readPidRecordFile(file: string): Promise<Result<PidRecord,
   if (!name.ok || name.value.label === null) {
     return err('E_PID_RECORD', `PID record ${file}: file name is not a unikernel name`, { path: file });
   }
-  const handle = await openNoFollow(file, 0);
+  const handle = await openNoFollow(file, constants.O_RDONLY);
   if (!handle.ok) return handle;
   let text: string;
   try {
