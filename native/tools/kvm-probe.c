@@ -6,12 +6,13 @@
  *
  * Usage: kvm-probe [DEVICE]        (DEVICE defaults to /dev/kvm)
  *
- * Exactly one line on stdout, fields separated by single spaces:
+ * Exactly one line, fields separated by single spaces, on stdout when the
+ * device answered and on stderr otherwise:
  *
- *   api <version>            exit 0  opened; the ioctl returned <version>
- *   open <errno> <text>      exit 2  open(DEVICE, O_RDWR) failed
- *   ioctl <errno> <text>     exit 3  KVM_GET_API_VERSION failed
- *   usage: ...               exit 64 wrong arguments (on stderr, nothing on stdout)
+ *   api <version>            exit 0  stdout: opened; the ioctl returned <version>
+ *   open <errno> <text>      exit 2  stderr: open(DEVICE, O_RDWR) failed
+ *   ioctl <errno> <text>     exit 3  stderr: KVM_GET_API_VERSION failed
+ *   usage: kvm-probe ...     exit 64 stderr: wrong arguments
  *
  * <errno> is the decimal errno value and <text> its strerror() text, which
  * petreld quotes in its preflight messages. The version is printed as the
@@ -34,7 +35,7 @@ enum {
 
 static int report_errno(const char *step, int error, int status)
 {
-	printf("%s %d %s\n", step, error, strerror(error));
+	fprintf(stderr, "%s %d %s\n", step, error, strerror(error));
 	return status;
 }
 
