@@ -1,7 +1,7 @@
 /* net.c: the net modes (canary-net.hvt, net device "service"). Frames are raw
  * Ethernet with the local-experimental EtherType 0x88B5, so tests can pick
  * them out of whatever else crosses the bridge.
- *   net-send  one broadcast frame from the guest's MAC, then HALT 0
+ *   net-send  one broadcast frame from the guest's MAC (after 100 ms), then HALT 0
  *   net-echo  returns every 0x88B5 frame to its sender (NET_READ after POLL)
  *             with the guest's MAC as source, until killed */
 #include "canary.h"
@@ -47,6 +47,10 @@ void mode_net_send(int argc, char **argv)
     frame[13] = ETHERTYPE_CANARY & 0xff;
     memcpy(frame + 14, payload, sizeof payload - 1);
     uint64_t len = 60; /* the Ethernet minimum without FCS */
+    /* The tap's carrier came up when the tender attached it, moments ago; a
+     * bridge starts forwarding from the port asynchronously after that. Give
+     * it time rather than send into a port that still drops. */
+    sleep_ns(100000000ULL);
     int32_t r = net_call(HVT_NET_WRITE, h, frame, &len);
 
     put_s("petrel-canary net-send ret=");
