@@ -149,8 +149,10 @@ describe('guest arguments (§1.7)', () => {
   it('are joined with single spaces; 8191 characters fit, 8192 do not (checked after KVM is open)', () => {
     const fits = ['exit', '0', 'x'.repeat(8191 - 'exit 0 '.length)];
     expectReachedKvm(runTender(['--mem=2', canary, ...fits]), 0);
-    const r = runTender(['--mem=2', canary, ...fits.slice(0, 2), `${fits[2]}x`]);
-    expectLateFailure(r, 'Guest command line too long (max=8191 characters)');
+    expectLateFailure(
+      ['--mem=2', canary, ...fits.slice(0, 2), `${fits[2]}x`],
+      'Guest command line too long (max=8191 characters)',
+    );
   });
 });
 

@@ -129,13 +129,13 @@ describe('checks made after KVM is open (§1.8 step 9)', () => {
     const odd = join(dir, 'odd.img');
     writeFileSync(odd, Buffer.alloc(1000));
     expectLateFailure(
-      runTender([`--block:storage=${odd}`, '--mem=2', canaryBlk]),
+      [`--block:storage=${odd}`, '--mem=2', canaryBlk],
       'storage: Backing storage size must be block aligned (512 bytes)',
     );
     const three = join(dir, 'three.img');
     writeFileSync(three, Buffer.alloc(3 * 512));
     expectLateFailure(
-      runTender([`--block:storage=${three}`, '--block-sector-size:storage=1024', '--mem=2', canaryBlk]),
+      [`--block:storage=${three}`, '--block-sector-size:storage=1024', '--mem=2', canaryBlk],
       'storage: Backing storage size must be block aligned (1024 bytes)',
     );
   });
@@ -144,18 +144,19 @@ describe('checks made after KVM is open (§1.8 step 9)', () => {
     const empty = join(dir, 'empty.img');
     writeFileSync(empty, '');
     expectLateFailure(
-      runTender([`--block:storage=${empty}`, '--mem=2', canaryBlk]),
+      [`--block:storage=${empty}`, '--mem=2', canaryBlk],
       'storage: Backing storage must be at least 1 block (512 bytes) in size',
     );
   });
 
   it('every declared device must be attached', () => {
-    const r = runTender(['--mem=2', canaryBlk, 'exit', '0']);
-    expectLateFailure(r, 'All declared devices must be attached. See --help for syntax.');
-    if (kvmUsable)
-      expect(r.stderr).toContain(
-        "petrel-hvt: Device 'storage' of type BLOCK_BASIC declared but not attached.\n",
-      );
+    const r = expectLateFailure(
+      ['--mem=2', canaryBlk, 'exit', '0'],
+      'All declared devices must be attached. See --help for syntax.',
+    );
+    expect(r.stderr).toContain(
+      "petrel-hvt: Device 'storage' of type BLOCK_BASIC declared but not attached.\n",
+    );
   });
 });
 

@@ -208,7 +208,7 @@ describe('loading the segments (§3.6, after KVM is open)', () => {
   it('refuses a segment that is both writable and executable', () => {
     const path = patched(canary, (b, e) => b.writeUInt32LE(7, (textPhdr(e)?.at ?? 0) + 4));
     expectLateFailure(
-      runTender(['--mem=2', path]),
+      ['--mem=2', path],
       `${path}: invalid executable: phdr[0] requests WRITE and EXEC permissions`,
     );
   });
@@ -216,12 +216,12 @@ describe('loading the segments (§3.6, after KVM is open)', () => {
   it('refuses an entry point outside guest memory', () => {
     const low = patched(canary, (b) => b.writeBigUInt64LE(0x1000n, 24));
     expectLateFailure(
-      runTender(['--mem=2', low]),
+      ['--mem=2', low],
       `${low}: invalid executable: e_entry does not fall within the memory allocation range (4096 < 1048576 || 4096 >= 2097152)`,
     );
     const high = patched(canary, (b) => b.writeBigUInt64LE(0x200000n, 24));
     expectLateFailure(
-      runTender(['--mem=2', high]),
+      ['--mem=2', high],
       `${high}: invalid executable: e_entry does not fall within the memory allocation range (2097152 < 1048576 || 2097152 >= 2097152)`,
     );
   });
@@ -229,7 +229,7 @@ describe('loading the segments (§3.6, after KVM is open)', () => {
   it('refuses a segment below 1 MiB', () => {
     const path = patched(canary, (b, e) => b.writeBigUInt64LE(0x1000n, (textPhdr(e)?.at ?? 0) + 16));
     expectLateFailure(
-      runTender(['--mem=2', path]),
+      ['--mem=2', path],
       `${path}: invalid executable: phdr[0].p_vaddr outside of valid memory range (4096 < 1048576)`,
     );
   });
@@ -240,7 +240,7 @@ describe('loading the segments (§3.6, after KVM is open)', () => {
       if (data) b.writeBigUInt64LE(0x200000n, data.at + 40);
     });
     expectLateFailure(
-      runTender(['--mem=2', path]),
+      ['--mem=2', path],
       `${path}: invalid executable: phdr[2] program memory segment falls outside of valid range (3158016 (p_vaddr + p_memsz) > 2097152 (mem_size))`,
     );
   });

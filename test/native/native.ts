@@ -14,9 +14,10 @@ export const canary = join(build, 'canary.hvt');
 export const canaryBlk = join(build, 'canary-blk.hvt');
 export const canaryNet = join(build, 'canary-net.hvt');
 export const tapPeer = join(build, 'tap-peer');
+export const fakeKvm = join(build, 'fake-kvm.so');
 
 export function requireBuilt(): void {
-  for (const f of [tender, canary, canaryBlk, canaryNet, tapPeer]) {
+  for (const f of [tender, canary, canaryBlk, canaryNet, tapPeer, fakeKvm]) {
     if (!existsSync(f)) throw new Error(`${f} is missing: run \`npm run build:native\` first`);
   }
 }
@@ -29,8 +30,13 @@ export interface Outcome {
 }
 
 /** Runs a command to completion (killed after timeoutMs). */
-export function runSync(cmd: string, args: readonly string[], timeoutMs = 20_000): Outcome {
-  const r = spawnSync(cmd, args, { encoding: 'latin1', timeout: timeoutMs, killSignal: 'SIGKILL' });
+export function runSync(
+  cmd: string,
+  args: readonly string[],
+  timeoutMs = 20_000,
+  env: NodeJS.ProcessEnv = process.env,
+): Outcome {
+  const r = spawnSync(cmd, args, { encoding: 'latin1', timeout: timeoutMs, killSignal: 'SIGKILL', env });
   if (r.error && !r.signal) throw r.error;
   return { status: r.status, signal: r.signal, stdout: r.stdout, stderr: r.stderr };
 }
@@ -146,12 +152,31 @@ export function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
 }
 
+/** The environment that makes petrel-hvt talk to the scripted fake /dev/kvm (native/tools/fake-kvm.c). */
+export function fakeKvmEnv(script: string, files: { log?: string; dump?: string } = {}): NodeJS.ProcessEnv {
+  return {
+    ...process.env,
+    LD_PRELOAD: fakeKvm,
+    FAKEKVM_SCRIPT: script,
+    ...(files.log ? { FAKEKVM_LOG: files.log } : {}),
+    ...(files.dump ? { FAKEKVM_DUMP: files.dump } : {}),
+  };
+}
+
 /**
  * A check solo5-hvt makes only after /dev/kvm is open (segments, devices, command line; §1.8
- * steps 7-10). Where KVM works it must fail with the message; where it does not, the run must
- * stop at /dev/kvm first, which shows the check was not moved ahead of it.
+ * steps 7-10). Where KVM works, the real run must fail with the message. Where it does not, the
+ * real run must stop at /dev/kvm first (the check was not moved ahead of it), and a run against
+ * the fake /dev/kvm must fail with the message.
  */
-export function expectLateFailure(r: Outcome, message: string): void {
-  if (kvmUsable) expectFailure(r, message);
-  else expectReachedKvm(r, 1);
+export function expectLateFailure(args: readonly string[], message: string): Outcome {
+  if (kvmUsable) {
+    const r = runTender(args);
+    expectFailure(r, message);
+    return r;
+  }
+  expectReachedKvm(runTender(args), 1);
+  const r = runSync(tender, args, 20_000, fakeKvmEnv(''));
+  expectFailure(r, message);
+  return r;
 }
