@@ -1,0 +1,323 @@
+// The three local sockets of petreld (petrel-differences.md (f)): vmmd.sock for the engine,
+// console.sock and stat.sock, each speaking length-prefixed wire frames with Albatross'
+// connection rules (albatross-semantics.md §2). Local clients and the TLS endpoint use them.
+
+import { chmod, mkdir, rm } from 'node:fs/promises';
+import { createServer, type Server, type Socket } from 'node:net';
+import path from 'node:path';
+import type { Logger } from 'pino';
+import type { ConsoleHub, Subscriber, SubscribeStatus } from '../console/hub.js';
+import type { ConsoleLine } from '../console/ring.js';
+import type { Engine, EngineResponse } from '../engine/engine.js';
+import { TEXT } from '../engine/replies.js';
+import type { Label, Name } from '../resources/name.js';
+import { printName } from '../resources/name.js';
+import { DEFAULT_MAX_FRAME, type FrameEvent, frameHeader, readFrames } from '../wire/framing.js';
+import { decodeWire, encodeWire } from '../wire/message.js';
+import { consoleLine } from '../wire/shapes.js';
+import type { Header, Payload, Wire } from '../wire/types.js';
+import { WIRE_VERSION } from '../wire/types.js';
+
+export const SOCKET_NAMES = { engine: 'vmmd.sock', console: 'console.sock', stats: 'stat.sock' } as const;
+
+export interface StatsService {
+  /** Serves one `stats subscribe` connection until it closes. */
+  subscribe(header: Header, socket: Socket, sendFrame: (wire: Wire) => boolean): void;
+}
+
+export interface SocketOptions {
+  readonly runDir: string;
+  readonly engine: Engine;
+  readonly hub: ConsoleHub;
+  readonly log: Logger;
+  readonly stats?: StatsService;
+  /** Largest frame accepted (petrel-differences.md (c)). */
+  readonly maxFrameBytes?: number;
+  /** Bounded queue of each console subscriber, in messages ((i)). */
+  readonly maxSubscriberQueue?: number;
+}
+
+export interface LocalSockets {
+  readonly paths: { readonly engine: string; readonly console: string; readonly stats: string };
+  close(): Promise<void>;
+}
+
+/** Encodes and writes one message frame; false when the socket wants to drain first. */
+function send(socket: Socket, wire: Wire): boolean {
+  const bytes = encodeWire(wire);
+  if (!bytes.ok) throw new Error(`encoding a reply failed: ${bytes.error.message}`);
+  socket.write(frameHeader(bytes.value.length));
+  return socket.write(bytes.value);
+}
+
+const answer = (header: Header, payload: Payload): Wire => ({ header, payload });
+
+function responsePayload(response: Exclude<EngineResponse, { kind: 'stream' }>): Payload {
+  return response.kind === 'reply'
+    ? { kind: 'reply', reply: response.reply }
+    : { kind: 'failure', message: response.message };
+}
+
+/** Frames of a connection, pulled one at a time. */
+class FrameSource {
+  readonly #events: AsyncGenerator<FrameEvent | { kind: 'error'; error: { message: string } }>;
+  constructor(socket: Socket, maxFrame: number) {
+    this.#events = readFrames(socket, { maxFrame });
+  }
+  async next(): Promise<FrameEvent | { kind: 'error'; error: { message: string } } | null> {
+    const next = await this.#events.next();
+    return next.done === true ? null : next.value;
+  }
+  /** The raw chunks of a stream, up to its end frame. */
+  async *chunks(): AsyncGenerator<Uint8Array> {
+    for (;;) {
+      const event = await this.next();
+      if (event === null) throw new Error('connection closed inside a stream');
+      if (event.kind === 'error') throw new Error(event.error.message);
+      if (event.kind === 'end') return;
+      yield event.payload;
+    }
+  }
+}
+
+export async function listenLocalSockets(options: SocketOptions): Promise<LocalSockets> {
+  const dir = path.join(options.runDir, 'util');
+  await mkdir(dir, { recursive: true, mode: 0o755 });
+  const maxFrame = options.maxFrameBytes ?? DEFAULT_MAX_FRAME;
+  const paths = {
+    engine: path.join(dir, SOCKET_NAMES.engine),
+    console: path.join(dir, SOCKET_NAMES.console),
+    stats: path.join(dir, SOCKET_NAMES.stats),
+  };
+  const { log } = options;
+
+  /** Reads the next command of a connection; null = closed or refused (already logged). */
+  async function nextCommand(source: FrameSource, which: string): Promise<Wire | null> {
+    const event = await source.next();
+    if (event === null || event.kind === 'end') return null;
+    if (event.kind === 'error') {
+      log.warn({ socket: which, reason: event.error.message }, 'frame refused; connection closed');
+      return null;
+    }
+    const wire = decodeWire(event.payload);
+    if (!wire.ok) {
+      log.warn({ socket: which, reason: wire.error.message }, 'undecodable message; connection closed');
+      return null;
+    }
+    if (wire.value.payload.kind !== 'command') {
+      log.warn({ socket: which, kind: wire.value.payload.kind }, 'not a command; connection closed');
+      return null;
+    }
+    return wire.value;
+  }
+
+  const serveEngine = async (socket: Socket) => {
+    const source = new FrameSource(socket, maxFrame);
+    for (;;) {
+      const wire = await nextCommand(source, SOCKET_NAMES.engine);
+      if (wire === null || wire.payload.kind !== 'command') break;
+      const { header } = wire;
+      const { command } = wire.payload;
+      const response = await options.engine.execute({
+        name: header.name,
+        command,
+        ...(command.type === 'block-set' ? { input: source.chunks() } : {}),
+      });
+      if (response.kind === 'stream') {
+        send(socket, answer(header, { kind: 'reply', reply: response.reply }));
+        try {
+          for await (const data of response.data) {
+            if (!send(socket, answer(header, { kind: 'data', data }))) {
+              await new Promise((resolve) => socket.once('drain', resolve));
+            }
+          }
+        } catch (cause) {
+          log.warn({ name: printName(header.name), reason: String(cause) }, 'block dump failed');
+          send(socket, answer(header, { kind: 'failure', message: TEXT.blockStreamFailed }));
+        }
+        break;
+      }
+      send(socket, answer(header, responsePayload(response)));
+      // Only a successful policy add keeps the connection for the next command (§2.2).
+      if (!(command.type === 'policy-add' && response.kind === 'reply')) break;
+    }
+    socket.end();
+  };
+
+  const serveConsole = async (socket: Socket) => {
+    const source = new FrameSource(socket, maxFrame);
+    const wire = await nextCommand(source, SOCKET_NAMES.console);
+    if (wire === null || wire.payload.kind !== 'command') return void socket.end();
+    const { header } = wire;
+    const { command } = wire.payload;
+    const fail = (message: string) => {
+      send(socket, answer(header, { kind: 'failure', message }));
+      socket.end();
+    };
+    switch (command.type) {
+      case 'console-add':
+        return fail(TEXT.unexpectedCommand);
+      case 'console-list-inactive': {
+        if (header.name.label !== null) return fail(TEXT.nameUsed);
+        send(
+          socket,
+          answer(header, {
+            kind: 'reply',
+            reply: { type: 'consoles', names: options.hub.listInactive(header.name.path) },
+          }),
+        );
+        return void socket.end();
+      }
+      case 'console-subscribe': {
+        if (header.name.label === null) return fail(TEXT.pathUsed);
+        const name = header.name as Name & { label: Label };
+        const subscriber = new SocketSubscriber(
+          socket,
+          header,
+          command.release,
+          options.maxSubscriberQueue ?? 1024,
+          log,
+        );
+        const select = command.select;
+        options.hub.subscribe(
+          name,
+          subscriber,
+          select.kind === 'count' ? { count: select.count } : { since: select.since.getTime() },
+        );
+        // The client ends the subscription by sending anything or closing (§2.3).
+        await source.next().catch(() => null);
+        options.hub.unsubscribe(name, subscriber);
+        return void socket.end();
+      }
+      default:
+        log.warn({ command: command.type }, 'not a console command; connection closed');
+        return void socket.end();
+    }
+  };
+
+  const serveStats = async (socket: Socket) => {
+    const source = new FrameSource(socket, maxFrame);
+    for (;;) {
+      const wire = await nextCommand(source, SOCKET_NAMES.stats);
+      if (wire === null || wire.payload.kind !== 'command') break;
+      const { header } = wire;
+      const { command } = wire.payload;
+      if (command.type === 'stats-subscribe' && options.stats !== undefined) {
+        options.stats.subscribe(header, socket, (w) => send(socket, w));
+        await source.next().catch(() => null);
+        break;
+      }
+      const message =
+        command.type === 'stats-initial'
+          ? 'unexpected message initial'
+          : command.type.startsWith('stats-')
+            ? 'statistics are registered by petreld itself'
+            : TEXT.unexpectedCommand;
+      send(socket, answer(header, { kind: 'failure', message }));
+      break;
+    }
+    socket.end();
+  };
+
+  const servers: Server[] = [];
+  const handlers: [string, (socket: Socket) => Promise<void>][] = [
+    [paths.engine, serveEngine],
+    [paths.console, serveConsole],
+    [paths.stats, serveStats],
+  ];
+  for (const [file, serve] of handlers) {
+    await rm(file, { force: true });
+    const server = createServer((socket) => {
+      socket.on('error', (e) =>
+        log.debug({ socket: path.basename(file), reason: e.message }, 'client socket error'),
+      );
+      serve(socket).catch((e: unknown) => {
+        log.error({ socket: path.basename(file), reason: String(e) }, 'connection handler failed');
+        socket.destroy();
+      });
+    });
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(file, () => resolve());
+    });
+    await chmod(file, 0o660);
+    servers.push(server);
+  }
+
+  return {
+    paths,
+    async close() {
+      await Promise.all(servers.map((s) => new Promise<void>((resolve) => s.close(() => resolve()))));
+      await Promise.all(Object.values(paths).map((p) => rm(p, { force: true })));
+    },
+  };
+}
+
+/**
+ * A console subscriber on a socket with a bounded queue (Petrel (i)): while the socket drains,
+ * frames wait in the queue; when the queue is full the hub closes the subscriber.
+ */
+export class SocketSubscriber implements Subscriber {
+  readonly #socket: Socket;
+  readonly #header: Header;
+  readonly #release: '2.0' | '2.1';
+  readonly #max: number;
+  readonly #log: Logger;
+  readonly #queue: Uint8Array[] = [];
+  #draining = false;
+
+  constructor(socket: Socket, header: Header, release: '2.0' | '2.1', max: number, log: Logger) {
+    this.#socket = socket;
+    this.#header = header;
+    this.#release = release;
+    this.#max = max;
+    this.#log = log;
+  }
+
+  begin(status: SubscribeStatus, history: readonly ConsoleLine[]): boolean {
+    if (!this.#push(answer(this.#header, { kind: 'reply', reply: { type: 'string', text: status } })))
+      return false;
+    return history.every((entry) => this.offer(this.#header.name, entry));
+  }
+
+  offer(name: Name, entry: ConsoleLine): boolean {
+    const data = consoleLine(this.#release, new Date(entry.timestamp), entry.line);
+    return this.#push({
+      header: { version: WIRE_VERSION, sequence: 0n, name },
+      payload: { kind: 'data', data },
+    });
+  }
+
+  close(reason: string): void {
+    this.#log.warn({ name: printName(this.#header.name), reason }, 'console subscriber closed');
+    this.#socket.destroy();
+  }
+
+  #push(wire: Wire): boolean {
+    const bytes = encodeWire(wire);
+    if (!bytes.ok) return false;
+    const framed = Buffer.concat([frameHeader(bytes.value.length), bytes.value]);
+    if (this.#draining) {
+      if (this.#queue.length >= this.#max) return false;
+      this.#queue.push(framed);
+      return true;
+    }
+    if (!this.#socket.write(framed)) {
+      this.#draining = true;
+      this.#socket.once('drain', () => this.#flush());
+    }
+    return true;
+  }
+
+  #flush(): void {
+    this.#draining = false;
+    while (this.#queue.length > 0) {
+      const next = this.#queue.shift() as Uint8Array;
+      if (!this.#socket.write(next)) {
+        this.#draining = true;
+        this.#socket.once('drain', () => this.#flush());
+        return;
+      }
+    }
+  }
+}

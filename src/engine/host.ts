@@ -1,0 +1,241 @@
+// The engine's view of the host: every side effect a transaction performs, each returning its
+// undo. The real implementation composes src/host and src/tender; tests wrap it to inject
+// failures at any step (the engine never reaches the host any other way).
+
+import { mkdir, readdir, readFile, rm, stat } from 'node:fs/promises';
+import path from 'node:path';
+import { type ConsoleReader, type LineSink, openConsoleReader } from '../console/reader.js';
+import { readBlockData, replaceBlockData } from '../host/blockdata.js';
+import { checkBridges } from '../host/bridges.js';
+import { listFifos, makeFifo, removeFifoAt } from '../host/fifo.js';
+import {
+  createBlockFile,
+  ioError,
+  removeBlockFile,
+  unlinkIfPresent,
+  writeFileAtomic,
+  writeImage,
+} from '../host/files.js';
+import type { NetOptions } from '../host/ip.js';
+import { blockDir, blockPath } from '../host/paths.js';
+import { readPidRecords, removePidRecord, stopRecordedProcess } from '../host/pidrecord.js';
+import { createTap, listOwnedTaps, removeTap } from '../host/tap.js';
+import type { Undoable } from '../host/undo.js';
+import { err, ok, type PetrelError, type Result } from '../resources/errors.js';
+import { type Name, parseName, printName } from '../resources/name.js';
+import type { TenderKind } from '../tender/elf.js';
+import { findTender } from '../tender/lookup.js';
+import { spawnTender, type TenderProcess } from '../tender/process.js';
+import { checkTenderAbi, TenderVersionCache } from '../tender/version.js';
+
+export type HostResult<T> = Promise<Result<T, PetrelError>>;
+
+export interface EngineHost {
+  /** Creates the run, state and block directories (0700) when missing. */
+  makeDirectories(): HostResult<void>;
+  /** Every host bridge exists (`interface <name> does not exist`). */
+  checkBridges(bridges: readonly string[]): HostResult<void>;
+  /** The tender for an image's target and ABI version, its `--version` checked. */
+  findTender(kind: TenderKind, abiVersion: number): HostResult<string>;
+  writeImage(name: Name, image: Uint8Array): HostResult<Undoable<string>>;
+  makeFifo(name: Name): HostResult<Undoable<string>>;
+  createTap(bridge: string): HostResult<Undoable<string>>;
+  /** Opens the console FIFO's read end; must happen before the tender opens the write end. */
+  openConsole(fifo: string, sink: LineSink): HostResult<ConsoleReader>;
+  spawnTender(argv: readonly string[], fifo: string, name: Name): HostResult<TenderProcess>;
+  /** Release after a tender exited (semantics §5.8 order: image, FIFO, taps). */
+  removeImage(file: string): HostResult<void>;
+  removeFifo(file: string): HostResult<void>;
+  removeTap(tap: string): HostResult<void>;
+  blockPath(name: Name): Result<string, PetrelError>;
+  createBlock(name: Name, sizeMiB: number): HostResult<Undoable<string>>;
+  removeBlock(name: Name): HostResult<Undoable<string>>;
+  /** Replaces a block device's content from a stream (see src/host/blockdata.ts). */
+  writeBlockData(
+    name: Name,
+    sizeMiB: number,
+    chunks: AsyncIterable<Uint8Array>,
+    compressed: boolean,
+    tooLarge?: string,
+  ): HostResult<void>;
+  /** A block device's content in 4096-byte pieces, deflated at `level` when level > 0. */
+  readBlockData(name: Name, level: number): AsyncIterable<Uint8Array>;
+  /** Block devices found in `<state-dir>/block` (files that are whole MiB and named by a Name). */
+  scanBlocks(): HostResult<{ name: Name; sizeMiB: number }[]>;
+  /** Replaces the state file atomically, keeping the previous one as `state.bak`. */
+  writeState(bytes: Uint8Array): HostResult<void>;
+  /** The state file, or null when there is none. */
+  readState(): HostResult<Uint8Array | null>;
+  /** Copies the state file to `state.started` (kept whatever happens at this start). */
+  keepStartedCopy(bytes: Uint8Array): HostResult<void>;
+  /** Removes what a previous run left behind (Petrel (e)); returns what it did, for the log. */
+  cleanLeftovers(): HostResult<string[]>;
+}
+
+export interface HostOptions {
+  readonly runDir: string;
+  readonly stateDir: string;
+  readonly tapPrefix: string;
+  /** `--tender-hvt` / `--tender-spt`. */
+  readonly tenders?: { readonly hvt?: string; readonly spt?: string };
+  /** Network namespace for taps, bridges and tenders (tests); absent = the host's. */
+  readonly netns?: string;
+  /** Grace period for leftover tenders found at start (ms). */
+  readonly stopTimeoutMs: number;
+}
+
+const MIB = 1024 * 1024;
+
+export function createHost(options: HostOptions): EngineHost {
+  const net: NetOptions & { prefix: string } =
+    options.netns === undefined
+      ? { prefix: options.tapPrefix }
+      : { prefix: options.tapPrefix, netns: options.netns };
+  const versions = new TenderVersionCache();
+  const statePath = path.join(options.stateDir, 'state');
+
+  return {
+    async makeDirectories() {
+      for (const dir of [options.runDir, options.stateDir, blockDir(options.stateDir)]) {
+        try {
+          await mkdir(dir, { recursive: true, mode: 0o700 });
+        } catch (cause) {
+          return { ok: false, error: ioError('mkdir', dir, cause) };
+        }
+      }
+      return ok(undefined);
+    },
+
+    checkBridges: (bridges) => checkBridges(bridges, net),
+
+    async findTender(kind, abiVersion) {
+      const explicit = options.tenders?.[kind];
+      const found = await findTender({
+        kind,
+        abiVersion,
+        stateDir: options.stateDir,
+        ...(explicit === undefined ? {} : { explicit }),
+      });
+      if (!found.ok) return found;
+      const checked = await checkTenderAbi(found.value, abiVersion, versions);
+      return checked.ok ? ok(found.value) : checked;
+    },
+
+    writeImage: (name, image) => writeImage(options.runDir, name, image),
+    makeFifo: (name) => makeFifo(options.runDir, name),
+    createTap: (bridge) => createTap(bridge, net),
+    openConsole: (fifo, sink) => openConsoleReader(fifo, sink),
+
+    spawnTender(argv, fifo, name) {
+      // In a test namespace the tender must open its taps there: `ip netns exec` execs it, so
+      // the pid is still the tender's.
+      const full = options.netns === undefined ? argv : ['ip', 'netns', 'exec', options.netns, ...argv];
+      return spawnTender({ argv: full, console: { fifo }, record: { runDir: options.runDir, name } });
+    },
+
+    async removeImage(file) {
+      try {
+        await unlinkIfPresent(file);
+        return ok(undefined);
+      } catch (cause) {
+        return { ok: false, error: ioError('unlink', file, cause) };
+      }
+    },
+    removeFifo: (file) => removeFifoAt(file),
+    removeTap: (tap) => removeTap(tap, net),
+
+    blockPath: (name) => blockPath(options.stateDir, name),
+    createBlock: (name, sizeMiB) => createBlockFile(options.stateDir, name, sizeMiB),
+    removeBlock: (name) => removeBlockFile(options.stateDir, name),
+    writeBlockData: (name, sizeMiB, chunks, compressed, tooLarge) =>
+      replaceBlockData(options.stateDir, name, sizeMiB, chunks, compressed, tooLarge),
+    readBlockData: (name, level) => readBlockData(options.stateDir, name, level),
+
+    async scanBlocks() {
+      const dir = blockDir(options.stateDir);
+      let files: string[];
+      try {
+        files = await readdir(dir);
+      } catch (cause) {
+        if ((cause as NodeJS.ErrnoException).code === 'ENOENT') return ok([]);
+        return { ok: false, error: ioError('readdir', dir, cause) };
+      }
+      const found: { name: Name; sizeMiB: number }[] = [];
+      for (const file of files) {
+        const name = parseName(file);
+        if (!name.ok || name.value.label === null || printName(name.value) !== file) continue;
+        const info = await stat(path.join(dir, file)).catch(() => null);
+        if (info?.isFile() && info.size > 0 && info.size % MIB === 0) {
+          found.push({ name: name.value, sizeMiB: info.size / MIB });
+        }
+      }
+      return ok(found);
+    },
+
+    async writeState(bytes) {
+      const current = await readOptional(statePath);
+      if (!current.ok) return current;
+      if (current.value !== null) {
+        const backup = await writeFileAtomic(path.join(options.stateDir, 'state.bak'), current.value);
+        if (!backup.ok) return backup;
+      }
+      const written = await writeFileAtomic(statePath, bytes);
+      return written.ok ? ok(undefined) : written;
+    },
+
+    readState: () => readOptional(statePath),
+
+    async keepStartedCopy(bytes) {
+      const written = await writeFileAtomic(path.join(options.stateDir, 'state.started'), bytes);
+      return written.ok ? ok(undefined) : written;
+    },
+
+    async cleanLeftovers() {
+      const done: string[] = [];
+      const records = await readPidRecords(options.runDir);
+      if (!records.ok) return records;
+      for (const record of records.value.records) {
+        const stopped = await stopRecordedProcess(record, { graceMs: options.stopTimeoutMs });
+        if (!stopped.ok) return stopped;
+        if (stopped.value === 'stopped') done.push(`stopped leftover tender ${record.pid}`);
+        await removePidRecord(record.path);
+      }
+      const taps = await listOwnedTaps(net);
+      if (!taps.ok) return taps;
+      for (const tap of taps.value) {
+        const removed = await removeTap(tap, net);
+        done.push(
+          removed.ok ? `removed tap ${tap}` : `could not remove tap ${tap}: ${removed.error.message}`,
+        );
+      }
+      const fifos = await listFifos(options.runDir);
+      if (!fifos.ok) return fifos;
+      for (const fifo of fifos.value.fifos) {
+        await rm(fifo, { force: true });
+        done.push(`removed fifo ${path.basename(fifo)}`);
+      }
+      let entries: string[] = [];
+      try {
+        entries = await readdir(options.runDir);
+      } catch (cause) {
+        if ((cause as NodeJS.ErrnoException).code !== 'ENOENT') {
+          return { ok: false, error: ioError('readdir', options.runDir, cause) };
+        }
+      }
+      for (const entry of entries.filter((e) => e.endsWith('.img'))) {
+        await rm(path.join(options.runDir, entry), { force: true });
+        done.push(`removed image ${entry}`);
+      }
+      return ok(done);
+    },
+  };
+}
+
+async function readOptional(file: string): Promise<Result<Uint8Array | null, PetrelError>> {
+  try {
+    return ok(await readFile(file));
+  } catch (cause) {
+    if ((cause as NodeJS.ErrnoException).code === 'ENOENT') return ok(null);
+    return err('E_HOST_IO', `reading ${file}: ${(cause as Error).message}`, { path: file });
+  }
+}

@@ -1,0 +1,180 @@
+// Step 3 of a create transaction: the host effects that start a prepared unikernel, in
+// Albatross' order (image, FIFO, taps, console, tender; semantics §5.3), each pushing its undo,
+// and their release once the tender has exited (§5.8 order: image, FIFO, taps).
+
+import type { ConsoleHub } from '../console/hub.js';
+import type { ConsoleReader } from '../console/reader.js';
+import { UndoStack } from '../host/undo.js';
+import { ok, type PetrelError, type Result } from '../resources/errors.js';
+import { childName, printName } from '../resources/name.js';
+import { deriveMac, tenderArgv } from '../tender/argv.js';
+import type { TenderExit, TenderProcess } from '../tender/process.js';
+import { parseMac } from '../wire/config.js';
+import type { MacAddress } from '../wire/types.js';
+import type { EngineHost } from './host.js';
+import { blockLabel, hostBridge, type Prepared, type VmName } from './prepare.js';
+import { TEXT } from './replies.js';
+
+export interface NetAttachment {
+  readonly netif: string;
+  readonly bridge: string;
+  readonly tap: string;
+  /** The MAC actually given to the tender (configured or derived). */
+  readonly mac: MacAddress;
+}
+
+/** `running` until a transaction or an exit takes it over; `released` once its artefacts are gone. */
+export type VmState = 'running' | 'stopping' | 'released';
+
+export interface RunningVm {
+  readonly name: VmName;
+  /** As the client sent it (image possibly compressed): persisted, returned by `get`, reused by restart. */
+  readonly config: Prepared['config'];
+  /** SHA-256 of the inflated image. */
+  readonly digest: Uint8Array;
+  readonly imagePath: string;
+  readonly fifo: string;
+  readonly nets: readonly NetAttachment[];
+  readonly tender: TenderProcess;
+  readonly reader: ConsoleReader;
+  /** Not written to the state file (the boot canary). */
+  readonly transient: boolean;
+  state: VmState;
+}
+
+export interface LaunchContext {
+  readonly host: EngineHost;
+  readonly hub: ConsoleHub;
+  /** How many console rings the unikernel's path keeps (semantics §5.3 step 4). */
+  readonly consoleLimit: number;
+  /** Grace period when a launch is undone after its tender started (ms). */
+  readonly stopTimeoutMs: number;
+  readonly transient: boolean;
+}
+
+export interface Launched {
+  readonly vm: RunningVm;
+  /** Undo of every effect: run it if the transaction fails after the launch. */
+  readonly undo: UndoStack;
+}
+
+/** The launch error and what undoing it could not clean (for the log). */
+export interface LaunchFailure {
+  readonly error: PetrelError;
+  readonly leftovers: readonly PetrelError[];
+}
+
+export async function launch(
+  ctx: LaunchContext,
+  prepared: Prepared,
+): Promise<Result<Launched, LaunchFailure>> {
+  const { host, hub } = ctx;
+  const { name, config } = prepared;
+  const undo = new UndoStack();
+  const fail = async (error: PetrelError): Promise<Result<never, LaunchFailure>> => ({
+    ok: false,
+    error: { error, leftovers: await undo.rollback() },
+  });
+
+  const image = await host.writeImage(name, prepared.image);
+  if (!image.ok) return fail(image.error);
+  const imagePath = undo.add('image', image.value);
+
+  const fifo = await host.makeFifo(name);
+  if (!fifo.ok) return fail(fifo.error);
+  const fifoPath = undo.add('fifo', fifo.value);
+
+  const nets: NetAttachment[] = [];
+  for (const net of config.bridges) {
+    const tap = await host.createTap(hostBridge(net));
+    if (!tap.ok) return fail(tap.error);
+    const mac = net.mac ?? parseMac(deriveMac(net.netif, name));
+    if (typeof mac !== 'string' && !mac.ok) return fail(mac.error);
+    nets.push({
+      netif: net.netif,
+      bridge: hostBridge(net),
+      tap: undo.add(`tap on ${hostBridge(net)}`, tap.value),
+      mac: typeof mac === 'string' ? mac : mac.value,
+    });
+  }
+
+  const reader = await host.openConsole(fifoPath, (lines, at) => hub.publish(name, lines, at));
+  if (!reader.ok) return fail({ ...reader.error, message: TEXT.consoleFailed });
+  undo.push('console', async () => reader.value.close());
+  hub.attach(name, ctx.consoleLimit);
+  undo.push('console registration', async () => hub.detach(name));
+
+  const argv = tenderArgv(
+    {
+      name,
+      kind: prepared.kind,
+      memory: config.memory,
+      cpuids: config.cpuids,
+      nets,
+      blocks: config.blocks.map((block) => {
+        const path = host.blockPath(childName(name.path, blockLabel(block)));
+        return { name: block.device, path: path.ok ? path.value : '', sectorSize: block.sectorSize };
+      }),
+      addName: config.addName,
+      args: config.arguments ?? [],
+      image: imagePath,
+    },
+    { tender: prepared.tender },
+  );
+  if (!argv.ok) return fail(argv.error);
+
+  const tender = await host.spawnTender(argv.value, fifoPath, name);
+  if (!tender.ok)
+    return fail({ ...tender.error, message: TEXT.consoleFailed, details: { cause: tender.error.message } });
+  undo.push('tender', async () => {
+    await tender.value.stop(ctx.stopTimeoutMs);
+  });
+  reader.value.start();
+
+  return ok({
+    vm: {
+      name,
+      config,
+      digest: prepared.digest,
+      imagePath,
+      fifo: fifoPath,
+      nets,
+      tender: tender.value,
+      reader: reader.value,
+      transient: ctx.transient,
+      state: 'running',
+    },
+    undo,
+  });
+}
+
+/** How long a console may keep draining after its tender exited before it is closed. */
+const DRAIN_MS = 2_000;
+
+/**
+ * Releases the host artefacts of a unikernel whose tender has exited: the console drains to its
+ * end, then image, FIFO and taps are removed. Failures are returned for the log, never thrown.
+ */
+export async function releaseHost(host: EngineHost, hub: ConsoleHub, vm: RunningVm): Promise<PetrelError[]> {
+  const drained = await Promise.race([
+    vm.reader.done.then(() => true),
+    new Promise<boolean>((resolve) => setTimeout(resolve, DRAIN_MS, false).unref()),
+  ]);
+  if (!drained) vm.reader.close();
+  hub.detach(vm.name);
+  const problems: PetrelError[] = [];
+  const keep = (result: Result<void, PetrelError>) => {
+    if (!result.ok) problems.push(result.error);
+  };
+  keep(await host.removeImage(vm.imagePath));
+  keep(await host.removeFifo(vm.fifo));
+  for (const net of vm.nets) keep(await host.removeTap(net.tap));
+  return problems;
+}
+
+export function describeExit(exit: TenderExit): string {
+  if (exit.code !== null) return `exit ${exit.code}`;
+  return `signal ${exit.signal}`;
+}
+
+export const vmKey = (name: VmName): string => printName(name);

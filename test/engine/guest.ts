@@ -1,0 +1,70 @@
+// The tender engine tests launch. With SOLO5_HVT set, that tender; on a host whose /dev/kvm
+// opens, the bundled petrel-hvt running the real canary. Otherwise a TEST DOUBLE stands in for
+// what this machine lacks — KVM itself: a wrapper that runs the real petrel-hvt (arguments, ELF
+// notes, taps, block files, console, signals, exit status all real) with fake-kvm.so preloaded,
+// which plays the canary's behaviour for the mode in the guest arguments instead of executing
+// guest code (native/tools/fake-kvm.c).
+
+import { closeSync, openSync } from 'node:fs';
+import { chmod, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+export const build = path.join(repo, 'native', 'build');
+export const canaryImage = path.join(build, 'canary.hvt');
+export const canaryNetImage = path.join(build, 'canary-net.hvt');
+export const canaryBlkImage = path.join(build, 'canary-blk.hvt');
+
+function canOpenKvm(): boolean {
+  try {
+    closeSync(openSync('/dev/kvm', 'r+'));
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+export const kvmUsable = canOpenKvm();
+
+/** `real` when guests really run (solo5-hvt or KVM), `fake-kvm` when the double stands in. */
+export const guestMode: 'real' | 'fake-kvm' = process.env.SOLO5_HVT || kvmUsable ? 'real' : 'fake-kvm';
+
+/**
+ * Returns the tender path for tests. In fake-kvm mode writes the wrapper into `dir`: canary
+ * modes map to scripted guests (hello, exit N, wait WORD, sleep S, crash N).
+ */
+export async function testTender(dir: string): Promise<string> {
+  if (process.env.SOLO5_HVT) return process.env.SOLO5_HVT;
+  const hvt = path.join(build, 'petrel-hvt');
+  if (kvmUsable) return hvt;
+  const wrapper = path.join(dir, 'fake-kvm-hvt');
+  await writeFile(
+    wrapper,
+    `#!/bin/sh
+# TEST DOUBLE for a KVM host: the real petrel-hvt with a scripted /dev/kvm (see test/engine/guest.ts).
+HVT='${hvt}'
+case "$1" in --version|--help) exec "$HVT" "$@";; esac
+state=0; mode=; arg=
+for a in "$@"; do
+  if [ $state = 2 ]; then
+    case "$a" in --name=*|--solo5:*) continue;; esac
+    if [ -z "$mode" ]; then mode=$a; elif [ -z "$arg" ]; then arg=$a; fi
+    continue
+  fi
+  if [ $state = 1 ]; then state=2; continue; fi
+  [ "$a" = "--" ] && state=1
+done
+case "$mode" in
+  ''|hello) s="puts,petrel-canary \${arg:-hello}\\\\n;puts,petrel-canary boot 1 us\\\\n;halt,0";;
+  exit) s="halt,$arg";;
+  wait) s="puts,petrel-canary $arg\\\\n;sleep";;
+  sleep) s=""; i=1; while [ $i -le "$arg" ]; do s="$s;puts,petrel-canary tick $i\\\\n;poll,1000000000"; i=$((i+1)); done; s="\${s#;};halt,0";;
+  *) s="puts,unknown mode $mode\\\\n;halt,1";;
+esac
+FAKEKVM_SCRIPT="$s" LD_PRELOAD='${path.join(build, 'fake-kvm.so')}' exec "$HVT" "$@"
+`,
+  );
+  await chmod(wrapper, 0o755);
+  return wrapper;
+}

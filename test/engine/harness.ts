@@ -1,0 +1,213 @@
+// An engine on real temporary directories, a real network namespace with a bridge, and a host
+// port that can be told to fail any step (fault injection), for the engine's tests.
+
+import { spawnSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import pino from 'pino';
+import { ConsoleHub } from '../../src/console/hub.js';
+import { Engine, type EngineResponse } from '../../src/engine/engine.js';
+import { createHost, type EngineHost } from '../../src/engine/host.js';
+import { unwrap } from '../../src/resources/errors.js';
+import { type Label, type Name, parseName } from '../../src/resources/name.js';
+import type { Command, UnikernelConfig } from '../../src/wire/types.js';
+import { testTender } from './guest.js';
+
+export const name = (text: string) => unwrap(parseName(text)) as Name & { label: Label };
+
+/** A namespace with bridges `br0` and `service`, removed with everything in it. */
+export function makeNetns(): { name: string; destroy: () => void; links: () => string } {
+  const ns = `petrel-e-${process.pid}-${randomBytes(3).toString('hex')}`;
+  const ip = (...args: string[]) => {
+    const r = spawnSync('ip', args, { encoding: 'utf8' });
+    if (r.status !== 0) throw new Error(`ip ${args.join(' ')}: ${r.stderr}`);
+    return r.stdout;
+  };
+  ip('netns', 'add', ns);
+  for (const br of ['br0', 'service']) {
+    ip('-n', ns, 'link', 'add', br, 'type', 'bridge');
+    ip('-n', ns, 'link', 'set', br, 'up');
+  }
+  return {
+    name: ns,
+    destroy: () => void spawnSync('ip', ['netns', 'del', ns]),
+    links: () =>
+      ip('-n', ns, '-o', 'link', 'show')
+        .split('\n')
+        .map((l) => l.split(':')[1]?.trim().split('@')[0] ?? '')
+        .filter((l) => l !== '')
+        .sort()
+        .join(' '),
+  };
+}
+
+type Faults = Partial<Record<keyof EngineHost, number | ((...args: unknown[]) => boolean)>>;
+
+/**
+ * Wraps a host so that `faults[step]` makes that step fail: a number n fails the n-th call
+ * (1-based) from now; a predicate fails the calls it accepts.
+ */
+export function faulty(host: EngineHost): { host: EngineHost; faults: Faults; calls: Map<string, number> } {
+  const faults: Faults = {};
+  const calls = new Map<string, number>();
+  const wrapped = new Proxy(host, {
+    get(target, prop: string) {
+      const original = (target as unknown as Record<string, unknown>)[prop];
+      if (typeof original !== 'function') return original;
+      return (...args: unknown[]) => {
+        const n = (calls.get(prop) ?? 0) + 1;
+        calls.set(prop, n);
+        const fault = faults[prop as keyof EngineHost];
+        const fail =
+          typeof fault === 'number' ? fault === n : typeof fault === 'function' ? fault(...args) : false;
+        if (fail) {
+          return Promise.resolve({
+            ok: false,
+            error: { code: 'E_INJECTED', message: `injected failure in ${prop}` },
+          });
+        }
+        return (original as (...a: unknown[]) => unknown).apply(target, args);
+      };
+    },
+  });
+  return { host: wrapped, faults, calls };
+}
+
+export interface TestEngine {
+  engine: Engine;
+  hub: ConsoleHub;
+  runDir: string;
+  stateDir: string;
+  tender: string;
+  netns: ReturnType<typeof makeNetns>;
+  faults: Faults;
+  calls: Map<string, number>;
+  /** Runs a command under a header name. */
+  run(text: string, command: Command): Promise<EngineResponse>;
+  /** Everything on the host the engine could have touched, for before/after comparisons. */
+  snapshot(): Promise<string>;
+  /** A fresh engine on the same directories and namespace (a daemon restart). */
+  reopen(): Promise<TestEngine>;
+  close(): Promise<void>;
+}
+
+export async function makeEngine(
+  options: { stopTimeoutMs?: number; restart?: ConstructorParameters<typeof Engine>[0]['restart'] } = {},
+  shared?: { dir: string; netns: ReturnType<typeof makeNetns> },
+): Promise<TestEngine> {
+  const dir = shared?.dir ?? (await mkdtemp(path.join(tmpdir(), 'petrel-engine-')));
+  const netns = shared?.netns ?? makeNetns();
+  const runDir = path.join(dir, 'run');
+  const stateDir = path.join(dir, 'state');
+  const tender = await testTender(dir);
+  const log = pino({ level: process.env.PETREL_TEST_LOG ?? 'silent' });
+  const real = createHost({
+    runDir,
+    stateDir,
+    tapPrefix: 'ptap',
+    netns: netns.name,
+    tenders: { hvt: tender },
+    stopTimeoutMs: 2_000,
+  });
+  const { host, faults, calls } = faulty(real);
+  const hub = new ConsoleHub();
+  const engine = new Engine({
+    host,
+    hub,
+    log,
+    stopTimeoutMs: options.stopTimeoutMs ?? 2_000,
+    ...(options.restart === undefined ? {} : { restart: options.restart }),
+  });
+  const restored = await engine.restore(null);
+  if (!restored.ok) throw new Error(`restore failed: ${restored.error.message}`);
+  const self: TestEngine = {
+    engine,
+    hub,
+    runDir,
+    stateDir,
+    tender,
+    netns,
+    faults,
+    calls,
+    run: (text, command) => engine.execute({ name: unwrap(parseName(text)), command }),
+    async snapshot() {
+      const list = async (d: string): Promise<string> => {
+        const entries = await readdir(d, { withFileTypes: true, recursive: true }).catch(() => []);
+        return entries
+          .filter((e) => !e.isDirectory())
+          .map((e) => path.relative(dir, path.join(e.parentPath, e.name)))
+          .filter((p) => !p.includes('.petrel-tmp-'))
+          .sort()
+          .join(' ');
+      };
+      const state = await readFile(path.join(stateDir, 'state')).catch(() => Buffer.alloc(0));
+      return `links: ${netns.links()}\nrun: ${await list(runDir)}\nstate: ${await list(stateDir)}\nstate bytes: ${state.toString('hex')}`;
+    },
+    reopen: () => makeEngine(options, { dir, netns }),
+    async close() {
+      await engine.shutdown();
+      if (shared === undefined) {
+        netns.destroy();
+        await rm(dir, { recursive: true, force: true });
+      }
+    },
+  };
+  return self;
+}
+
+/** A create [21] command for a canary image. */
+export function createCommand(config: UnikernelConfig, force = false): Command {
+  return { type: 'unikernel-create', force, release: '2.7', config };
+}
+
+export async function canaryConfig(
+  image: string,
+  args: string[],
+  change: Partial<UnikernelConfig> = {},
+): Promise<UnikernelConfig> {
+  return {
+    typ: 'solo5',
+    compressed: false,
+    image: await readFile(image),
+    startup: null,
+    addName: false,
+    failBehaviour: { kind: 'quit' },
+    cpuids: [0],
+    memory: 4,
+    blocks: [],
+    bridges: [],
+    arguments: args,
+    cpus: 1,
+    linuxBootPartition: null,
+    ...change,
+  };
+}
+
+/** Waits until the console ring of `vm` holds a line containing `text`. */
+export async function waitForLine(
+  hub: ConsoleHub,
+  vm: string,
+  text: string,
+  timeoutMs = 10_000,
+): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const ring = hub.ring(name(vm));
+    const lines = ring?.last(ring.capacity).map((e) => Buffer.from(e.line).toString()) ?? [];
+    if (lines.some((l) => l.includes(text))) return;
+    if (Date.now() > deadline)
+      throw new Error(
+        `no console line with ${JSON.stringify(text)} from ${vm}; saw ${JSON.stringify(lines)}`,
+      );
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+export const replyText = (r: EngineResponse): string =>
+  r.kind === 'failure'
+    ? `Failure: ${r.message}`
+    : r.kind === 'reply' && r.reply.type === 'string'
+      ? r.reply.text
+      : r.kind;
