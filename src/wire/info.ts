@@ -39,7 +39,7 @@ function readInfoBlock(r: Reader): InfoBlock {
   }));
 }
 
-const encInfoBlock = (b: InfoBlock): Der =>
+export const encInfoBlock = (b: InfoBlock): Der =>
   enc.sequence([
     enc.utf8(b.device),
     enc.utf8(b.hostDevice),
@@ -55,7 +55,8 @@ function readInfoNet(r: Reader): InfoNet {
   }));
 }
 
-const encInfoNet = (n: InfoNet): Der => enc.sequence([enc.utf8(n.netif), enc.utf8(n.bridge), encMac(n.mac)]);
+export const encInfoNet = (n: InfoNet): Der =>
+  enc.sequence([enc.utf8(n.netif), enc.utf8(n.bridge), encMac(n.mac)]);
 
 const readStarted = (s: Reader): Date | null => s.optionalExplicit(3, (x) => x.generalizedTime('started'));
 const readStartup = (s: Reader): number | null => (s.peek() === TAG.INTEGER ? s.int('startup') : null);

@@ -16,53 +16,73 @@ function asciiText(bytes: Uint8Array, start: number, end: number, at: number, ki
   return text;
 }
 
+interface TimeText {
+  readonly kind: 'GeneralizedTime' | 'UTCTime';
+  readonly text: string;
+  /** Where the TLV starts, for errors. */
+  readonly at: number;
+  /** The years the type can write back; a zone offset can carry an instant outside them. */
+  readonly years: readonly [number, number];
+}
+
 /**
  * Builds the instant from UTC fields, refusing impossible dates (setUTCFullYear rather than
  * Date.UTC, which would read years 0–99 as 1900–1999).
  */
 function instant(
-  fields: readonly [number, number, number, number, number, number, number],
+  t: TimeText,
+  [year, month, day, hour, minute, second, millis]: readonly number[],
   zone: string | undefined,
-  at: number,
-  kind: string,
-  text: string,
 ): Date {
-  const [year, month, day, hour, minute, second, millis] = fields;
-  const bad = () => fault('E_WIRE_TIME', `invalid ${kind} ${JSON.stringify(text)}`, at);
-  if (month < 1 || month > 12 || day < 1 || hour > 23 || minute > 59 || second > 59) bad();
+  const bad = (why: string) => fault('E_WIRE_TIME', `${why} ${t.kind} ${JSON.stringify(t.text)}`, t.at);
+  if (year === undefined || month === undefined || day === undefined) return bad('invalid');
+  if (month < 1 || month > 12 || day < 1 || (hour ?? 0) > 23 || (minute ?? 0) > 59 || (second ?? 0) > 59)
+    bad('invalid');
   const date = new Date(0);
   date.setUTCFullYear(year, month - 1, day);
-  date.setUTCHours(hour, minute, second, millis);
-  if (date.getUTCDate() !== day) bad();
+  date.setUTCHours(hour ?? 0, minute ?? 0, second ?? 0, millis ?? 0);
+  if (date.getUTCDate() !== day) bad('invalid');
   if (zone !== undefined && zone !== 'Z') {
     const hh = Number(zone.slice(1, 3));
     const mm = Number(zone.slice(3, 5));
-    if (hh > 23 || mm > 59) bad();
+    if (hh > 23 || mm > 59) bad('invalid');
     const sign = zone[0] === '+' ? 1 : -1;
     date.setTime(date.getTime() - sign * (hh * 60 + mm) * 60_000);
   }
+  const utcYear = date.getUTCFullYear();
+  if (utcYear < t.years[0] || utcYear > t.years[1]) bad('out-of-range');
   return date;
 }
 
 /** `YYYYMMDDHH[MM[SS[.f{1,3}]]]` then `Z`, `±hhmm` or nothing (UTC). */
 export function decodeGeneralizedTime(bytes: Uint8Array, start: number, end: number, at: number): Date {
-  const text = asciiText(bytes, start, end, at, 'GeneralizedTime');
-  const m = GENERALIZED.exec(text);
-  if (m === null) return fault('E_WIRE_TIME', `invalid GeneralizedTime ${JSON.stringify(text)}`, at);
-  const fraction = m[7] === undefined ? 0 : Number(m[7].padEnd(3, '0'));
-  const fields = [m[1], m[2], m[3], m[4], m[5] ?? '0', m[6] ?? '0'].map(Number) as number[];
-  const [y, mo, d, h, mi, s] = fields as [number, number, number, number, number, number];
-  return instant([y, mo, d, h, mi, s, fraction], m[8], at, 'GeneralizedTime', text);
+  const t: TimeText = {
+    kind: 'GeneralizedTime',
+    text: asciiText(bytes, start, end, at, 'GeneralizedTime'),
+    at,
+    years: [0, 9999],
+  };
+  const m = GENERALIZED.exec(t.text);
+  if (m === null) return fault('E_WIRE_TIME', `invalid GeneralizedTime ${JSON.stringify(t.text)}`, at);
+  const millis = m[7] === undefined ? 0 : Number(m[7].padEnd(3, '0'));
+  return instant(t, [...[m[1], m[2], m[3], m[4], m[5], m[6]].map((f) => Number(f ?? 0)), millis], m[8]);
 }
 
 /** `YYMMDDHHMM[SS]` then `Z`, `±hhmm` or nothing; YY ≥ 50 is 19YY, otherwise 20YY. */
 export function decodeUtcTime(bytes: Uint8Array, start: number, end: number, at: number): Date {
-  const text = asciiText(bytes, start, end, at, 'UTCTime');
-  const m = UTC.exec(text);
-  if (m === null) return fault('E_WIRE_TIME', `invalid UTCTime ${JSON.stringify(text)}`, at);
-  const fields = [m[1], m[2], m[3], m[4], m[5], m[6] ?? '0'].map(Number) as number[];
-  const [yy, mo, d, h, mi, s] = fields as [number, number, number, number, number, number];
-  return instant([yy >= 50 ? 1900 + yy : 2000 + yy, mo, d, h, mi, s, 0], m[7], at, 'UTCTime', text);
+  const t: TimeText = {
+    kind: 'UTCTime',
+    text: asciiText(bytes, start, end, at, 'UTCTime'),
+    at,
+    years: [1950, 2049],
+  };
+  const m = UTC.exec(t.text);
+  if (m === null) return fault('E_WIRE_TIME', `invalid UTCTime ${JSON.stringify(t.text)}`, at);
+  const [yy, ...rest] = [m[1], m[2], m[3], m[4], m[5], m[6]].map((f) => Number(f ?? 0)) as [
+    number,
+    ...number[],
+  ];
+  return instant(t, [yy >= 50 ? 1900 + yy : 2000 + yy, ...rest, 0], m[7]);
 }
 
 const pad = (n: number, width: number): string => String(n).padStart(width, '0');
