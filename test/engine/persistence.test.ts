@@ -1,0 +1,88 @@
+// The state file after each commit, and start-up: leftovers removed, policies and unikernels back.
+import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { afterEach, describe, expect, it } from 'vitest';
+import { unwrap } from '../../src/resources/errors.js';
+import { makePolicy } from '../../src/resources/policy.js';
+import * as T from '../../src/resources/tree.js';
+import { canaryImage } from './guest.js';
+import {
+  canaryConfig,
+  createCommand,
+  makeEngine,
+  name,
+  replyText,
+  type TestEngine,
+  waitForLine,
+} from './harness.js';
+
+let t: TestEngine | undefined;
+let second: TestEngine | undefined;
+afterEach(async () => {
+  await second?.close();
+  await t?.close();
+  t = second = undefined;
+});
+
+describe('persistence', () => {
+  it('a restarted engine brings back policies and unikernels, by startup priority', async () => {
+    t = await makeEngine();
+    const policy = unwrap(makePolicy({ vms: 5, memory: 64, cpuids: [0], block: null, bridges: [] }));
+    expect(replyText(await t.run('team:', { type: 'policy-add', policy }))).toBe('added policy');
+    expect(replyText(await t.run('team:', { type: 'policy-add', policy }))).toBe('no modification of policy');
+    await t.run(
+      'team:late',
+      createCommand(await canaryConfig(canaryImage, ['wait', 'late'], { startup: 90 })),
+    );
+    await t.run(
+      'team:early',
+      createCommand(await canaryConfig(canaryImage, ['wait', 'early'], { startup: 10 })),
+    );
+    const state = await readFile(`${t.stateDir}/state`);
+    // A daemon restart: SIGTERM stops the VMs and keeps the state file as it was.
+    await t.engine.shutdown();
+    expect(t.engine.running).toEqual([]);
+    expect(await readFile(`${t.stateDir}/state`)).toEqual(state);
+
+    second = await t.reopen();
+    expect(T.findPolicy(second.engine.tree, ['team'] as never)).toEqual(policy);
+    expect(second.engine.running.sort()).toEqual(['team:early', 'team:late']);
+    await waitForLine(second.hub, 'team:early', 'petrel-canary early');
+    expect(existsSync(`${t.stateDir}/state.started`)).toBe(true);
+    expect(existsSync(`${t.stateDir}/state.bak`)).toBe(true);
+  });
+
+  it('start-up removes leftovers: a recorded tender that outlived the daemon, taps, FIFOs, images', async () => {
+    t = await makeEngine();
+    await t.run(':keep', createCommand(await canaryConfig(canaryImage, ['wait', 'k'])));
+    const pid = t.engine.pidOf(name(':keep')) as number;
+    // Simulate a crash: the daemon is gone, its tender and artefacts are not.
+    const leftoverTap = 'ptap7';
+    const { spawnSync } = await import('node:child_process');
+    spawnSync('ip', ['-n', t.netns.name, 'tuntap', 'add', 'dev', leftoverTap, 'mode', 'tap']);
+    await writeFile(`${t.runDir}/:ghost.img`, 'x');
+    await mkdir(`${t.runDir}/fifo`, { recursive: true });
+    spawnSync('mkfifo', [`${t.runDir}/fifo/:ghost`]);
+    // A process that is not ours with a PID file that does not match must survive.
+    const stranger = spawn('sleep', ['30']);
+
+    second = await t.reopen();
+    expect(existsSync(`/proc/${pid}`)).toBe(false);
+    expect(t.netns.links()).not.toContain(leftoverTap);
+    expect(existsSync(`${t.runDir}/:ghost.img`)).toBe(false);
+    expect(existsSync(`${t.runDir}/fifo/:ghost`)).toBe(false);
+    expect(existsSync(`/proc/${stranger.pid}`)).toBe(true);
+    stranger.kill();
+    // ...and the stored unikernel runs again, exactly once.
+    expect(second.engine.running).toEqual([':keep']);
+    expect(second.engine.pidOf(name(':keep'))).not.toBe(pid);
+  });
+
+  it('an undecodable state file is fatal and names the problem', async () => {
+    t = await makeEngine();
+    await t.engine.shutdown();
+    await writeFile(`${t.stateDir}/state`, Buffer.from([0x30, 0x03, 0x01]));
+    await expect(t.reopen()).rejects.toThrow(/restore failed: bailing out: /);
+  });
+});
