@@ -19,7 +19,7 @@
  *   bw,H,OFF,LEN,BYTE[,DATA]  BLOCK_WRITE of LEN bytes of BYTE; logs "block ret=R"
  *   br,H,OFF,LEN[,DATA]   BLOCK_READ; logs "block ret=R first=0xB last=0xB"
  *   nw,H,HEX              NET_WRITE of the frame; logs "net ret=R"
- *   nr,H,LEN              NET_READ; logs "net ret=R len=N data=HEX"
+ *   nr,H,LEN              NET_READ; logs "net ret=R len=N data=HEX" (no data unless R is 0)
  *   halt,STATUS[,COOKIE]  HALT
  *   sleep                 block in KVM_RUN until a signal, then fail with EINTR
  *   fail,ERRNO            KVM_RUN fails with that errno
@@ -248,7 +248,8 @@ static void report_poll(void)
 {
     logf_("poll ret=%d ready=0x%llx", rd32s(scratch() + 16), (unsigned long long)rd64(scratch() + 8));
 }
-static void report_block(void)
+static void report_block_write(void) { logf_("block ret=%d", rd32s(scratch() + 32)); }
+static void report_block_read(void)
 {
     uint64_t len = rd64(scratch() + 24);
     const uint8_t *d = mem + scratch() + 0x1000;
@@ -257,9 +258,14 @@ static void report_block(void)
     else
         logf_("block ret=%d", rd32s(scratch() + 32));
 }
-static void report_net(void)
+static void report_net_write(void) { logf_("net ret=%d", rd32s(scratch() + 24)); }
+static void report_net_read(void)
 {
     uint64_t len = rd64(scratch() + 16);
+    if (rd32s(scratch() + 24) != 0) {
+        logf_("net ret=%d len=%llu", rd32s(scratch() + 24), (unsigned long long)len);
+        return;
+    }
     char hex[2 * 2048 + 1] = "";
     for (uint64_t i = 0; i < len && i < 2048; i++)
         snprintf(hex + 2 * i, 3, "%02x", mem[scratch() + 0x1000 + i]);
@@ -339,7 +345,7 @@ static int step(void)
         uint64_t len = num(fields, 3) <= 0x8000 ? num(fields, 3) : 0;
         memset(mem + data, write ? (int)num(fields, 4) : 0xee, len);
         hypercall(write ? 4 : 5, s);
-        pending = report_block;
+        pending = write ? report_block_write : report_block_read;
     } else if (strcmp(op, "nw") == 0) {
         const char *hex = fields[2] ? fields[2] : "";
         size_t n = 0;
@@ -352,14 +358,14 @@ static int step(void)
         wr64(s + 16, n);
         memset(mem + s + 24, 0xff, 4);
         hypercall(6, s);
-        pending = report_net;
+        pending = report_net_write;
     } else if (strcmp(op, "nr") == 0) {
         wr64(s, num(fields, 1));
         wr64(s + 8, data);
         wr64(s + 16, num(fields, 2));
         memset(mem + s + 24, 0xff, 4);
         hypercall(7, s);
-        pending = report_net;
+        pending = report_net_read;
     } else if (strcmp(op, "halt") == 0) {
         wr64(s, num(fields, 2));
         int32_t st = (int32_t)strtol(fields[1] ? fields[1] : "0", NULL, 0);

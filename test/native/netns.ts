@@ -23,7 +23,7 @@ export function createNetns(bridged: readonly string[], down: readonly string[] 
     spawnSync('ip', ['netns', 'del', name]);
   };
   try {
-    // No addresses anywhere, and no IPv6 autoconfiguration chatter on the bridge.
+    // No addresses anywhere, and no IPv6 autoconfiguration chatter: the taps carry test frames only.
     spawnSync('ip', [
       'netns',
       'exec',
@@ -32,7 +32,8 @@ export function createNetns(bridged: readonly string[], down: readonly string[] 
       '-c',
       'echo 1 > /proc/sys/net/ipv6/conf/default/disable_ipv6',
     ]);
-    ip(['-n', name, 'link', 'add', 'br0', 'type', 'bridge']);
+    // No multicast snooping: the bridge would otherwise send IGMP/MRD frames of its own to the taps.
+    ip(['-n', name, 'link', 'add', 'br0', 'type', 'bridge', 'mcast_snooping', '0']);
     ip(['-n', name, 'link', 'set', 'br0', 'up']);
     for (const tap of [...bridged, ...down]) ip(['-n', name, 'tuntap', 'add', 'dev', tap, 'mode', 'tap']);
     for (const tap of bridged) {
