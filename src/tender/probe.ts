@@ -300,8 +300,9 @@ async function probeBlockStorage(dir: string): Promise<Found<number>> {
 }
 
 /**
- * Creates the probe tap and deletes it again. A leftover from a probe that died in between is
- * deleted first (deleting a missing tap succeeds), so a crash never makes this probe fail forever.
+ * Creates the probe tap and deletes it again. When creating fails, a leftover from a probe that
+ * died in between may be in the way: it is deleted and creation tried once more, so a crash never
+ * makes this probe fail forever (and the common case costs two `ip` runs, not three).
  */
 async function probeNetAdmin(prefix: string, options: NetOptions): Promise<Found<boolean>> {
   const hint = 'petreld needs CAP_NET_ADMIN and /dev/net/tun to create taps';
@@ -309,9 +310,9 @@ async function probeNetAdmin(prefix: string, options: NetOptions): Promise<Found
   if (!checked.ok)
     return { value: false, problem: { detail: checked.error.message, hint: 'fix --tap-prefix' } };
   const tap = probeTapName(prefix);
-  const stale = await removeTap(tap, options);
-  if (!stale.ok) return { value: false, problem: { detail: stale.error.message, hint } };
-  const added = await runIp(['tuntap', 'add', 'dev', tap, 'mode', 'tap'], options);
+  const add = () => runIp(['tuntap', 'add', 'dev', tap, 'mode', 'tap'], options);
+  let added = await add();
+  if (!added.ok && (await removeTap(tap, options)).ok) added = await add();
   if (!added.ok) return { value: false, problem: { detail: added.error.message, hint } };
   const removed = await removeTap(tap, options);
   if (!removed.ok) {

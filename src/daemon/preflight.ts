@@ -1,0 +1,394 @@
+// Preflight, like virt-host-validate: one result per check of the host and the configuration.
+// Which checks are fatal is declared up front from the configuration (requiredChecks); a
+// required check that fails aborts start-up with the capability named (fatalFailures).
+
+import { createPrivateKey, X509Certificate } from 'node:crypto';
+import { lstat, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { err, type PetrelError } from '../resources/errors.js';
+import {
+  type CapabilityName,
+  type CapabilityReport,
+  KVM_API_VERSION,
+  type ProbeOptions,
+  type ProbeProblem,
+  probeHost,
+  usableTender,
+} from '../tender/probe.js';
+import { keyPath, type PetrelConfig, socketPaths } from './config.js';
+
+export type CheckStatus = 'PASS' | 'FAIL' | 'WARN';
+
+export interface CheckResult {
+  /** The capability or setting checked: `kvm`, `tenders.hvt`, `bridges.br0`, `runDir`, `sockets`, `tls`, … */
+  readonly name: string;
+  /** PASS; FAIL only for a required check; WARN for anything else that is missing or odd. */
+  readonly status: CheckStatus;
+  readonly detail: string;
+  /** What to do about a FAIL or WARN; null on PASS. */
+  readonly fix: string | null;
+  /** Required by the configuration: failing it aborts start-up. */
+  readonly fatal: boolean;
+}
+
+/** sun_path holds 108 bytes including the terminating NUL. */
+export const SUN_PATH_MAX = 107;
+/** A certificate that expires within this is reported as WARN. */
+const EXPIRY_WARNING_MS = 30 * 24 * 3600 * 1000;
+
+/**
+ * The checks the configuration makes fatal. `--runtimes none` hosts nothing, so nothing is;
+ * otherwise each runtime brings what it needs (hvt: kvm and an hvt tender of ABI 2; spt: an spt
+ * tender), and every hosting node needs its directories, sockets, configured bridges (and taps
+ * for them) and, when it listens, its TLS material.
+ */
+export function requiredChecks(config: PetrelConfig): ReadonlySet<string> {
+  const required = new Set<string>();
+  if (config.runtimes.length === 0) return required;
+  if (config.runtimes.includes('hvt')) required.add('kvm').add('tenders.hvt');
+  if (config.runtimes.includes('spt')) required.add('tenders.spt');
+  required.add('stateDir').add('runDir').add('sockets');
+  for (const bridge of config.bridges) required.add(`bridges.${bridge}`);
+  if (config.bridges.length > 0) required.add('tun').add('netAdmin');
+  if (config.tlsListen !== null) required.add('tls');
+  return required;
+}
+
+/** How the probe is run for this configuration. */
+export function probeOptions(config: PetrelConfig, overrides: Partial<ProbeOptions> = {}): ProbeOptions {
+  return {
+    stateDir: config.stateDir,
+    kvmDevice: config.kvmDevice,
+    tenders: { hvt: config.tenderHvt, spt: config.tenderSpt },
+    tapPrefix: config.tapPrefix,
+    ...overrides,
+  };
+}
+
+type Outcome = { readonly ok: true; readonly detail: string } | ({ readonly ok: false } & ProbeProblem);
+const passed = (detail: string): Outcome => ({ ok: true, detail });
+const failed = (detail: string, hint: string): Outcome => ({ ok: false, detail, hint });
+
+function result(name: string, outcome: Outcome, fatal: boolean, warnOnly = false): CheckResult {
+  if (outcome.ok) return { name, status: 'PASS', detail: outcome.detail, fix: null, fatal };
+  const status = fatal && !warnOnly ? 'FAIL' : 'WARN';
+  return { name, status, detail: outcome.detail, fix: outcome.hint, fatal };
+}
+
+function fromReport(
+  report: CapabilityReport,
+  name: CapabilityName,
+  present: string | null,
+  fallback: ProbeProblem,
+): Outcome {
+  if (present !== null) return passed(present);
+  const problem = report.problems[name] ?? fallback;
+  return failed(problem.detail, problem.hint);
+}
+
+/** Owned by us, a real directory (not a symlink), writable; created 0700 when missing. */
+async function checkDirectory(key: 'stateDir' | 'runDir', dir: string, uid: number): Promise<Outcome> {
+  const flag = `--${key === 'stateDir' ? 'state-dir' : 'run-dir'}`;
+  let created = false;
+  let st = await lstat(dir).catch((error: NodeJS.ErrnoException) => error);
+  if (st instanceof Error && st.code === 'ENOENT') {
+    try {
+      await mkdir(dir, { recursive: true, mode: 0o700 });
+      created = true;
+    } catch (error) {
+      return failed(
+        `${dir} cannot be created: ${(error as Error).message}`,
+        `create it or choose another ${flag}`,
+      );
+    }
+    st = await lstat(dir).catch((error: NodeJS.ErrnoException) => error);
+  }
+  if (st instanceof Error) return failed(`${dir}: ${st.message}`, `choose another ${flag}`);
+  if (st.isSymbolicLink()) return failed(`${dir} is a symbolic link`, `give the real directory as ${flag}`);
+  if (!st.isDirectory()) return failed(`${dir} is not a directory`, `choose another ${flag}`);
+  if (st.uid !== uid) {
+    return failed(`${dir} is owned by uid ${st.uid}, petreld runs as uid ${uid}`, `chown ${uid} ${dir}`);
+  }
+  // Really write a file: root passes every permission check, but not a read-only mount or a full
+  // file system (no inodes left).
+  const probe = path.join(dir, `.petrel-preflight-${process.pid}`);
+  try {
+    await writeFile(probe, '', { mode: 0o600 });
+  } catch (error) {
+    return failed(
+      `${dir} is not writable: ${(error as Error).message}`,
+      `make it writable or choose another ${flag}`,
+    );
+  } finally {
+    await rm(probe, { force: true });
+  }
+  return passed(`${dir}${created ? ' created (mode 0700),' : ''} owned by uid ${uid}, writable`);
+}
+
+function checkSockets(runDir: string): Outcome {
+  const longest = socketPaths(runDir).reduce((a, b) => (Buffer.byteLength(b) > Buffer.byteLength(a) ? b : a));
+  const bytes = Buffer.byteLength(longest);
+  if (bytes > SUN_PATH_MAX) {
+    return failed(
+      `${longest} is ${bytes} bytes, a unix socket path may have at most ${SUN_PATH_MAX}`,
+      'choose a shorter --run-dir',
+    );
+  }
+  return passed(`longest socket path ${longest} is ${bytes} bytes (at most ${SUN_PATH_MAX})`);
+}
+
+async function readPem(file: string, what: string): Promise<string> {
+  try {
+    return await readFile(file, 'utf8');
+  } catch (error) {
+    throw new Error(`${what} ${file} cannot be read: ${(error as NodeJS.ErrnoException).code ?? error}`);
+  }
+}
+
+function parseCert(pem: string, file: string, what: string): X509Certificate {
+  try {
+    return new X509Certificate(pem);
+  } catch (error) {
+    throw new Error(`${what} ${file} is not a certificate: ${(error as Error).message}`);
+  }
+}
+
+function validity(cert: X509Certificate, file: string, what: string, now: Date): string | null {
+  const from = Date.parse(cert.validFrom);
+  const to = Date.parse(cert.validTo);
+  if (now.getTime() < from) throw new Error(`${what} ${file} is not valid before ${cert.validFrom}`);
+  if (now.getTime() > to) throw new Error(`${what} ${file} expired on ${cert.validTo}`);
+  return to - now.getTime() < EXPIRY_WARNING_MS ? `${what} ${file} expires on ${cert.validTo}` : null;
+}
+
+/** CA, certificate and key load; the key matches; the CA signed the certificate; none expired. */
+async function checkTls(config: PetrelConfig, now: Date): Promise<Outcome & { warning?: string }> {
+  const { tlsCa, tlsCert, tlsKey } = config;
+  if (tlsCa === null || tlsCert === null || tlsKey === null) {
+    const missing = (['tlsCa', 'tlsCert', 'tlsKey'] as const)
+      .filter((key) => config[key] === null)
+      .map(keyPath);
+    return failed(`${missing.join(', ')} not configured`, 'set --tls-ca, --tls-cert and --tls-key');
+  }
+  const hint = 'check the files given as --tls-ca, --tls-cert and --tls-key';
+  try {
+    const ca = parseCert(await readPem(tlsCa, 'CA'), tlsCa, 'CA');
+    const cert = parseCert(await readPem(tlsCert, 'certificate'), tlsCert, 'certificate');
+    const keyPem = await readPem(tlsKey, 'key');
+    let key: ReturnType<typeof createPrivateKey>;
+    try {
+      key = createPrivateKey(keyPem);
+    } catch {
+      throw new Error(`key ${tlsKey} is not a private key`);
+    }
+    if (!ca.ca) throw new Error(`CA ${tlsCa} is not a CA certificate (basicConstraints CA:FALSE or missing)`);
+    if (!cert.checkPrivateKey(key)) throw new Error(`key ${tlsKey} does not match certificate ${tlsCert}`);
+    if (!cert.verify(ca.publicKey)) throw new Error(`certificate ${tlsCert} is not signed by CA ${tlsCa}`);
+    const warnings = [validity(ca, tlsCa, 'CA', now), validity(cert, tlsCert, 'certificate', now)].filter(
+      (w): w is string => w !== null,
+    );
+    const detail = `certificate ${cert.subject.replace(/\n/gu, ', ')} signed by the CA, key matches, valid until ${cert.validTo}`;
+    return warnings.length > 0 ? { ...passed(detail), warning: warnings.join('; ') } : passed(detail);
+  } catch (error) {
+    return failed((error as Error).message, hint);
+  }
+}
+
+export interface PreflightOptions {
+  /** For certificate validity. Default now. */
+  readonly now?: Date;
+  /** The uid directories must belong to. Default this process'. */
+  readonly uid?: number;
+}
+
+/** Runs every check against a probe report; creates missing state and run directories (0700). */
+export async function preflight(
+  config: PetrelConfig,
+  report: CapabilityReport,
+  options: PreflightOptions = {},
+): Promise<readonly CheckResult[]> {
+  const required = requiredChecks(config);
+  const check = (name: string, outcome: Outcome): CheckResult => result(name, outcome, required.has(name));
+  const results: CheckResult[] = [];
+
+  results.push(
+    check(
+      'kvm',
+      fromReport(
+        report,
+        'kvm',
+        report.kvm ? `${config.kvmDevice} opened, KVM API version ${KVM_API_VERSION}` : null,
+        {
+          detail: `${config.kvmDevice} cannot be used`,
+          hint: 'is the kvm module loaded? is this a VM without nested virtualisation?',
+        },
+      ),
+    ),
+  );
+  for (const kind of ['hvt', 'spt'] as const) {
+    const tender = usableTender(report, kind);
+    results.push(
+      check(
+        `tenders.${kind}`,
+        fromReport(
+          report,
+          `tenders.${kind}`,
+          tender === null ? null : `${tender.path}: ${tender.version}, ABI version ${tender.abi}`,
+          {
+            detail: `no ${kind} tender found`,
+            hint: `install solo5-${kind} or point --tender-${kind} at one`,
+          },
+        ),
+      ),
+    );
+  }
+  results.push(
+    check(
+      'tun',
+      fromReport(report, 'tun', report.tun ? '/dev/net/tun opened' : null, {
+        detail: '/dev/net/tun cannot be opened',
+        hint: 'load the tun module (modprobe tun)',
+      }),
+    ),
+    check(
+      'netAdmin',
+      fromReport(
+        report,
+        'netAdmin',
+        report.netAdmin ? `taps can be created and deleted (prefix ${config.tapPrefix})` : null,
+        {
+          detail: 'taps cannot be created',
+          hint: 'petreld needs CAP_NET_ADMIN and /dev/net/tun to create taps',
+        },
+      ),
+    ),
+  );
+  results.push(...bridgeChecks(config, report, required));
+  results.push(
+    check(
+      'cpus',
+      report.cpus > 0 ? passed(`${report.cpus} online`) : failed('no CPU count found', 'check /proc'),
+    ),
+    check(
+      'memoryMiB',
+      report.memoryMiB > 0
+        ? passed(`${report.memoryMiB} MiB`)
+        : failed('no memory size found', 'check /proc'),
+    ),
+    check(
+      'blockStorageMiB',
+      fromReport(
+        report,
+        'blockStorageMiB',
+        report.blockStorageMiB > 0 ? `${report.blockStorageMiB} MiB` : null,
+        {
+          detail: 'the file system of the block directory has no space',
+          hint: 'choose another --state-dir',
+        },
+      ),
+    ),
+  );
+  const uid = options.uid ?? process.getuid?.() ?? 0;
+  results.push(check('stateDir', await checkDirectory('stateDir', config.stateDir, uid)));
+  results.push(check('runDir', await checkDirectory('runDir', config.runDir, uid)));
+  results.push(check('sockets', checkSockets(config.runDir)));
+  results.push(await tlsCheck(config, required.has('tls'), options.now ?? new Date()));
+  return results;
+}
+
+function bridgeChecks(
+  config: PetrelConfig,
+  report: CapabilityReport,
+  required: ReadonlySet<string>,
+): CheckResult[] {
+  const listFailure = report.problems.bridges;
+  if (config.bridges.length === 0) {
+    const found = report.bridges.map((b) => `${b.name} (${b.up ? 'up' : 'down'})`).join(', ');
+    const outcome =
+      listFailure === undefined
+        ? passed(found === '' ? 'none found, none configured' : `found ${found}`)
+        : failed(listFailure.detail, listFailure.hint);
+    return [result('bridges', outcome, false)];
+  }
+  return config.bridges.map((name) => {
+    const key = `bridges.${name}`;
+    const fatal = required.has(key);
+    const bridge = report.bridges.find((b) => b.name === name);
+    if (bridge === undefined) {
+      // Albatross' text for a missing bridge (semantics §5.3).
+      const detail =
+        listFailure === undefined
+          ? `interface ${name} does not exist`
+          : `interface ${name} cannot be looked up: ${listFailure.detail}`;
+      return result(
+        key,
+        failed(detail, `create the bridge (ip link add ${name} type bridge) or remove it from bridges`),
+        fatal,
+      );
+    }
+    if (!bridge.up) {
+      return result(
+        key,
+        failed(`bridge ${name} exists but is down`, `ip link set dev ${name} up`),
+        fatal,
+        true,
+      );
+    }
+    return result(key, passed(`bridge ${name} exists and is up`), fatal);
+  });
+}
+
+async function tlsCheck(config: PetrelConfig, fatal: boolean, now: Date): Promise<CheckResult> {
+  if (
+    config.tlsListen === null &&
+    config.tlsCa === null &&
+    config.tlsCert === null &&
+    config.tlsKey === null
+  ) {
+    return result('tls', passed('not configured (no --tls-listen)'), fatal);
+  }
+  const outcome = await checkTls(config, now);
+  if (outcome.ok && outcome.warning !== undefined) {
+    return result('tls', failed(outcome.warning, 'renew the certificate'), fatal, true);
+  }
+  return result('tls', outcome, fatal);
+}
+
+/** Each fatal failure as `<name>: <detail> (<fix>)`, e.g. `kvm: /dev/kvm cannot be opened: … (is the kvm module loaded? …)`. */
+export function fatalFailures(results: readonly CheckResult[]): readonly string[] {
+  return results
+    .filter((r) => r.fatal && r.status === 'FAIL')
+    .map((r) => (r.fix === null ? `${r.name}: ${r.detail}` : `${r.name}: ${r.detail} (${r.fix})`));
+}
+
+/** The error start-up aborts with, or null when nothing fatal failed. */
+export function preflightError(results: readonly CheckResult[]): PetrelError<'E_PREFLIGHT'> | null {
+  const failures = fatalFailures(results);
+  if (failures.length === 0) return null;
+  return err('E_PREFLIGHT', `preflight failed:\n  ${failures.join('\n  ')}`, { failures }).error;
+}
+
+/** The `petreld check` table: one line per check, its fix hint below a FAIL or WARN. */
+export function formatChecks(results: readonly CheckResult[]): string {
+  const width = Math.max(5, ...results.map((r) => r.name.length));
+  // Details can span lines (a tender's --version output): continuation lines stay in the column.
+  const indent = ' '.repeat(width + 20);
+  const lines = [`${'CHECK'.padEnd(width)}  STATUS  REQUIRED  DETAIL`];
+  for (const r of results) {
+    const detail = r.detail.replace(/\n/gu, `\n${indent}`);
+    lines.push(
+      `${r.name.padEnd(width)}  ${r.status.padEnd(6)}  ${(r.fatal ? 'yes' : 'no').padEnd(8)}  ${detail}`,
+    );
+    if (r.fix !== null) lines.push(`${indent}fix: ${r.fix}`);
+  }
+  return `${lines.join('\n')}\n`;
+}
+
+/** Probe, then preflight: what `petreld` start and `petreld check` run. */
+export async function checkHost(
+  config: PetrelConfig,
+  options: PreflightOptions & { readonly probe?: Partial<ProbeOptions> } = {},
+): Promise<{ readonly report: CapabilityReport; readonly results: readonly CheckResult[] }> {
+  const report = await probeHost(probeOptions(config, options.probe));
+  return { report, results: await preflight(config, report, options) };
+}

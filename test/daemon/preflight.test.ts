@@ -1,0 +1,438 @@
+// Preflight on real probes of this host: for each missing capability the report says so and the
+// start-up error names it with a fix; what is fatal follows the configured runtimes only.
+
+import { execFileSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { chmod, chown, lstat, mkdir, rm, symlink, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { buildConfig, type ConfigKey, type PetrelConfig } from '../../src/daemon/config.js';
+import {
+  type CheckResult,
+  checkHost,
+  fatalFailures,
+  formatChecks,
+  preflight,
+  preflightError,
+  probeOptions,
+  requiredChecks,
+} from '../../src/daemon/preflight.js';
+import {
+  bundledKvmProbePath,
+  type CapabilityReport,
+  type ProbeOptions,
+  probeHost,
+} from '../../src/tender/probe.js';
+import { tempDir } from '../host/helpers.js';
+import { writeFakeTender } from '../tender/fake-tender.js';
+
+const isRoot = process.getuid?.() === 0;
+const helper = bundledKvmProbePath();
+const helperBuilt = helper !== null && existsSync(helper);
+const hasOpenssl = (() => {
+  try {
+    execFileSync('openssl', ['version'], { stdio: 'ignore' });
+    return true;
+  } catch {
+    return false;
+  }
+})();
+
+const KVM_HINT = 'is the kvm module loaded? is this a VM without nested virtualisation?';
+
+let dir: string;
+let cleanup: () => Promise<void>;
+beforeEach(async () => {
+  ({ dir, cleanup } = await tempDir());
+});
+afterEach(async () => {
+  await cleanup();
+});
+
+function config(flags: Partial<Record<ConfigKey, string>> = {}): PetrelConfig {
+  const built = buildConfig({
+    flags: {
+      stateDir: path.join(dir, 'state'),
+      runDir: path.join(dir, 'run'),
+      kvmDevice: path.join(dir, 'kvm'),
+      ...flags,
+    },
+  });
+  if (!built.ok) throw new Error(built.error.message);
+  return built.value;
+}
+
+/** Sees only the test's files: no tenders from PATH, no bundled tender. */
+function probe(cfg: PetrelConfig, extra: Partial<ProbeOptions> = {}): Promise<CapabilityReport> {
+  return probeHost(probeOptions(cfg, { searchPath: '', bundledHvt: null, ...extra }));
+}
+
+/** A stand-in for the kvm-probe helper on a host with KVM (this one has none): answers API 12. */
+async function kvmPresent(): Promise<string> {
+  const fake = path.join(dir, 'fake-kvm-probe');
+  await writeFile(fake, "#!/bin/sh\necho 'api 12'\n");
+  await chmod(fake, 0o755);
+  return fake;
+}
+
+/** A fake solo5-hvt (test/tender/fake-tender.ts: this machine cannot install solo5) in the state dir. */
+async function hvtTender(cfg: PetrelConfig, abi = '2'): Promise<string> {
+  await mkdir(cfg.stateDir, { recursive: true });
+  const file = path.join(cfg.stateDir, 'solo5-hvt');
+  await writeFakeTender(file, { abi });
+  return file;
+}
+
+const byName = (results: readonly CheckResult[], name: string): CheckResult | undefined =>
+  results.find((r) => r.name === name);
+
+describe('fatal checks are declared by the configuration', () => {
+  it('hvt needs kvm and an hvt tender; spt an spt tender; none nothing', () => {
+    const always = ['stateDir', 'runDir', 'sockets'];
+    expect([...requiredChecks(config())].sort()).toEqual(['kvm', 'tenders.hvt', ...always].sort());
+    expect([...requiredChecks(config({ runtimes: 'spt' }))].sort()).toEqual(
+      ['tenders.spt', ...always].sort(),
+    );
+    expect([
+      ...requiredChecks(
+        config({
+          runtimes: 'none',
+          bridges: 'br0',
+          tlsListen: '1025',
+          tlsCa: 'a',
+          tlsCert: 'b',
+          tlsKey: 'c',
+        }),
+      ),
+    ]).toEqual([]);
+    expect([...requiredChecks(config({ bridges: 'br0,br1' }))]).toEqual(
+      expect.arrayContaining(['bridges.br0', 'bridges.br1', 'tun', 'netAdmin']),
+    );
+  });
+});
+
+describe('kvm', () => {
+  it.skipIf(!helperBuilt)(
+    'a missing device: absent in the report, fatal for hvt with the reason and a hint',
+    async () => {
+      const cfg = config();
+      await hvtTender(cfg);
+      const report = await probe(cfg);
+      expect(report.kvm).toBe(false);
+      const results = await preflight(cfg, report);
+      expect(fatalFailures(results)).toEqual([
+        `kvm: ${dir}/kvm cannot be opened: No such file or directory (${KVM_HINT})`,
+      ]);
+      expect(preflightError(results)?.message).toBe(
+        `preflight failed:\n  kvm: ${dir}/kvm cannot be opened: No such file or directory (${KVM_HINT})`,
+      );
+    },
+  );
+
+  // A device node on a tmpfs mounted nodev: it exists, yet even root cannot open it.
+  it.skipIf(!helperBuilt || !isRoot)('a device that exists but cannot be opened', async () => {
+    const mnt = path.join(dir, 'nodev');
+    await mkdir(mnt);
+    execFileSync('mount', ['-t', 'tmpfs', '-o', 'nodev,size=64k', 'petrel-test', mnt]);
+    try {
+      const device = path.join(mnt, 'kvm');
+      execFileSync('mknod', [device, 'c', '10', '232']);
+      expect((await lstat(device)).isCharacterDevice()).toBe(true);
+      const cfg = config({ kvmDevice: device });
+      await hvtTender(cfg);
+      const report = await probe(cfg);
+      expect(report.kvm).toBe(false);
+      expect(fatalFailures(await preflight(cfg, report))).toEqual([
+        `kvm: ${device} cannot be opened: Permission denied (run petreld as root or in the group owning the device; a device on a file system mounted nodev cannot be opened)`,
+      ]);
+    } finally {
+      execFileSync('umount', [mnt]);
+    }
+  });
+});
+
+describe('tenders', () => {
+  it('a missing hvt tender is fatal for hvt, naming every place looked at', async () => {
+    const cfg = config();
+    const report = await probe(cfg, { kvmProbe: await kvmPresent() });
+    expect(report.tenders).toEqual([]);
+    const s = cfg.stateDir;
+    expect(fatalFailures(await preflight(cfg, report))).toEqual([
+      `tenders.hvt: tender does not exist, looked for ${s}/solo5-hvt.2, solo5-hvt.2, ${s}/solo5-hvt, solo5-hvt (install solo5-hvt, build the bundled tender with \`make -C native\`, or point --tender-hvt at one)`,
+    ]);
+  });
+
+  it("a tender whose --version has the wrong ABI line is fatal with Albatross' text", async () => {
+    const cfg = config();
+    const tender = await hvtTender(cfg, '3');
+    const report = await probe(cfg, { kvmProbe: await kvmPresent() });
+    expect(report.tenders).toEqual([
+      { kind: 'hvt', path: tender, version: 'solo5-hvt tender, version v0.12.1', abi: 3 },
+    ]);
+    const results = await preflight(cfg, report);
+    expect(formatChecks(results)).toMatch(
+      /^tenders\.hvt +FAIL +yes +\/.*got solo5-hvt tender, version v0\.12\.1\n {35}ABI version 3$/mu,
+    );
+    expect(fatalFailures(results)).toEqual([
+      `tenders.hvt: ${tender}: unexpected solo5 tender --version output, expected one line with 'ABI version 2', got solo5-hvt tender, version v0.12.1\nABI version 3 (install a solo5-hvt tender of ABI version 2, or point --tender-hvt at one)`,
+    ]);
+  });
+
+  it('a tender lost between two probes passes the first preflight and fails the second', async () => {
+    const cfg = config();
+    const tender = await hvtTender(cfg);
+    const kvmProbe = await kvmPresent();
+    expect(fatalFailures(await preflight(cfg, await probe(cfg, { kvmProbe })))).toEqual([]);
+    await rm(tender);
+    const failures = fatalFailures(await preflight(cfg, await probe(cfg, { kvmProbe })));
+    expect(failures).toHaveLength(1);
+    expect(failures[0]).toMatch(/^tenders\.hvt: tender does not exist/u);
+  });
+
+  it('spt needs only an spt tender: missing kvm is then a warning', async () => {
+    const cfg = config({ runtimes: 'spt' });
+    const report = await probe(cfg, { kvmProbe: null });
+    const results = await preflight(cfg, report);
+    expect(byName(results, 'kvm')).toMatchObject({ status: 'WARN', fatal: false });
+    expect(fatalFailures(results)).toEqual([
+      expect.stringMatching(/^tenders\.spt: tender does not exist, looked for /u),
+    ]);
+  });
+});
+
+describe('a host where everything required is there', () => {
+  it('passes, and the table shows every check with its status', async () => {
+    const cfg = config();
+    await hvtTender(cfg);
+    const report = await probe(cfg, { kvmProbe: await kvmPresent() });
+    const results = await preflight(cfg, report);
+    expect(fatalFailures(results)).toEqual([]);
+    expect(preflightError(results)).toBeNull();
+    for (const name of [
+      'kvm',
+      'tenders.hvt',
+      'stateDir',
+      'runDir',
+      'sockets',
+      'cpus',
+      'memoryMiB',
+      'blockStorageMiB',
+    ]) {
+      expect(byName(results, name)?.status).toBe('PASS');
+    }
+    expect(byName(results, 'tenders.spt')).toMatchObject({ status: 'WARN', fatal: false });
+    const table = formatChecks(results);
+    expect(table.split('\n')[0]).toMatch(/^CHECK\s+STATUS\s+REQUIRED\s+DETAIL$/u);
+    expect(table).toMatch(/^kvm\s+PASS\s+yes\s+.*opened, KVM API version 12$/mu);
+    expect(table).toMatch(/^tenders\.spt\s+WARN\s+no\s+tender does not exist/mu);
+    expect(table).toMatch(/^\s+fix: install solo5-spt/mu);
+  });
+
+  it('checkHost probes and checks in one call', async () => {
+    const cfg = config();
+    await hvtTender(cfg);
+    const { report, results } = await checkHost(cfg, {
+      probe: { searchPath: '', bundledHvt: null, kvmProbe: await kvmPresent() },
+    });
+    expect(report.kvm).toBe(true);
+    expect(fatalFailures(results)).toEqual([]);
+  });
+});
+
+describe('runtimes none', () => {
+  it('hosts nothing, so nothing is fatal, whatever is missing', async () => {
+    const cfg = config({
+      runtimes: 'none',
+      bridges: 'petrelnobr0',
+      runDir: path.join(dir, 'x'.repeat(120)),
+      tlsListen: '1025',
+      tlsCa: path.join(dir, 'no-ca.pem'),
+      tlsCert: path.join(dir, 'no-cert.pem'),
+      tlsKey: path.join(dir, 'no-key.pem'),
+    });
+    const results = await preflight(
+      cfg,
+      await probe(cfg, { kvmProbe: null, tunDevice: path.join(dir, 'tun') }),
+    );
+    expect(results.every((r) => !r.fatal && r.status !== 'FAIL')).toBe(true);
+    expect(fatalFailures(results)).toEqual([]);
+    for (const name of ['kvm', 'tenders.hvt', 'tun', 'bridges.petrelnobr0', 'sockets', 'tls']) {
+      expect(byName(results, name)?.status).toBe('WARN');
+    }
+  });
+});
+
+describe('directories and sockets', () => {
+  it('creates missing state and run directories with mode 0700', async () => {
+    const cfg = config();
+    const results = await preflight(cfg, await probe(cfg, { kvmProbe: null }));
+    for (const [name, dirPath] of [
+      ['stateDir', cfg.stateDir],
+      ['runDir', cfg.runDir],
+    ] as const) {
+      expect(byName(results, name)).toMatchObject({ status: 'PASS', fatal: true });
+      expect(byName(results, name)?.detail).toContain('created (mode 0700)');
+      expect((await lstat(dirPath)).mode & 0o777).toBe(0o700);
+    }
+  });
+
+  it('a symbolic link, a file, or a directory owned by someone else is fatal', async () => {
+    const real = path.join(dir, 'real');
+    await mkdir(real);
+    await symlink(real, path.join(dir, 'link'));
+    await writeFile(path.join(dir, 'file'), '');
+    const cfg = config({ runDir: path.join(dir, 'link'), stateDir: path.join(dir, 'file') });
+    const failures = fatalFailures(await preflight(cfg, await probe(cfg, { kvmProbe: await kvmPresent() })));
+    expect(failures).toContain(
+      `runDir: ${dir}/link is a symbolic link (give the real directory as --run-dir)`,
+    );
+    expect(failures).toContain(`stateDir: ${dir}/file is not a directory (choose another --state-dir)`);
+    if (isRoot) {
+      await chown(real, 4321, 4321);
+      const other = config({ runDir: real });
+      expect(
+        fatalFailures(await preflight(other, await probe(other, { kvmProbe: await kvmPresent() }))),
+      ).toContain(`runDir: ${real} is owned by uid 4321, petreld runs as uid 0 (chown 0 ${real})`);
+    }
+  });
+
+  it('a run directory whose longest socket path does not fit sun_path is fatal', async () => {
+    // <dir>/<long>/util/console.sock: 108 bytes or more, one more than sun_path can hold.
+    const filler = 'r'.repeat(108 - `${dir}//util/console.sock`.length);
+    const cfg = config({ runDir: path.join(dir, filler) });
+    const longest = path.join(dir, filler, 'util', 'console.sock');
+    expect(Buffer.byteLength(longest)).toBe(108);
+    const failures = fatalFailures(await preflight(cfg, await probe(cfg, { kvmProbe: await kvmPresent() })));
+    expect(failures).toContain(
+      `sockets: ${longest} is 108 bytes, a unix socket path may have at most 107 (choose a shorter --run-dir)`,
+    );
+    const fits = config({ runDir: path.join(dir, filler.slice(1)) });
+    const results = await preflight(fits, await probe(fits, { kvmProbe: await kvmPresent() }));
+    expect(byName(results, 'sockets')?.status).toBe('PASS');
+  });
+});
+
+// Bridges in a network namespace this test makes and always deletes.
+describe.skipIf(!isRoot)('bridges', () => {
+  let netns: string;
+  beforeEach(() => {
+    netns = `petrel-pre-${randomBytes(4).toString('hex')}`;
+    execFileSync('ip', ['netns', 'add', netns]);
+    const ip = (...args: string[]) => execFileSync('ip', ['-n', netns, ...args]);
+    ip('link', 'add', 'br0', 'type', 'bridge');
+    ip('link', 'set', 'dev', 'br0', 'up');
+    ip('link', 'add', 'br1', 'type', 'bridge');
+  });
+  afterEach(() => {
+    execFileSync('ip', ['netns', 'del', netns]);
+  });
+
+  it('a configured bridge that is missing is fatal with the Albatross text; a down one warns', async () => {
+    const cfg = config({ bridges: 'br0,br1,br9' });
+    await hvtTender(cfg);
+    const report = await probe(cfg, { kvmProbe: await kvmPresent(), netns });
+    expect(report.bridges.map((b) => b.name)).toEqual(['br0', 'br1']);
+    const results = await preflight(cfg, report);
+    expect(fatalFailures(results)).toEqual([
+      'bridges.br9: interface br9 does not exist (create the bridge (ip link add br9 type bridge) or remove it from bridges)',
+    ]);
+    expect(byName(results, 'bridges.br0')).toMatchObject({ status: 'PASS', fatal: true });
+    expect(byName(results, 'bridges.br1')).toMatchObject({
+      status: 'WARN',
+      fatal: true,
+      detail: 'bridge br1 exists but is down',
+    });
+    expect(byName(results, 'netAdmin')).toMatchObject({ status: 'PASS', fatal: true });
+    expect(byName(results, 'tun')).toMatchObject({ status: 'PASS', fatal: true });
+  });
+});
+
+describe.skipIf(!hasOpenssl)('tls', () => {
+  const openssl = (...args: string[]) => execFileSync('openssl', args, { cwd: dir, stdio: 'ignore' });
+  const ec = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes'];
+
+  function makeCa(name: string): void {
+    openssl(
+      'req',
+      '-x509',
+      ...ec,
+      '-keyout',
+      `${name}.key`,
+      '-out',
+      `${name}.pem`,
+      '-days',
+      '3650',
+      '-subj',
+      `/CN=${name}`,
+      '-addext',
+      'basicConstraints=critical,CA:TRUE',
+    );
+  }
+  function makeServer(name: string, ca: string, days: number): void {
+    openssl('req', '-new', ...ec, '-keyout', `${name}.key`, '-out', `${name}.csr`, '-subj', `/CN=${name}`);
+    openssl(
+      'x509',
+      '-req',
+      '-in',
+      `${name}.csr`,
+      '-CA',
+      `${ca}.pem`,
+      '-CAkey',
+      `${ca}.key`,
+      '-out',
+      `${name}.pem`,
+      '-days',
+      String(days),
+    );
+  }
+  function tls(cert: string, key: string, ca = 'ca'): PetrelConfig {
+    return config({
+      tlsListen: '127.0.0.1:0',
+      tlsCa: path.join(dir, `${ca}.pem`),
+      tlsCert: path.join(dir, `${cert}.pem`),
+      tlsKey: path.join(dir, `${key}.key`),
+    });
+  }
+  async function tlsResult(cfg: PetrelConfig, now?: Date): Promise<CheckResult | undefined> {
+    const report = await probe(cfg, { kvmProbe: await kvmPresent() });
+    return byName(await preflight(cfg, report, now === undefined ? {} : { now }), 'tls');
+  }
+
+  beforeEach(() => {
+    makeCa('ca');
+    makeCa('other-ca');
+    makeServer('server', 'ca', 365);
+    makeServer('short', 'ca', 10);
+  });
+
+  it('CA, certificate and matching key pass', async () => {
+    expect(await tlsResult(tls('server', 'server'))).toMatchObject({ status: 'PASS', fatal: true });
+  });
+
+  it('a key that does not match, a foreign CA, an expired or unreadable file is fatal', async () => {
+    const d = dir;
+    expect((await tlsResult(tls('server', 'short')))?.detail).toBe(
+      `key ${d}/short.key does not match certificate ${d}/server.pem`,
+    );
+    expect((await tlsResult(tls('server', 'server', 'other-ca')))?.detail).toBe(
+      `certificate ${d}/server.pem is not signed by CA ${d}/other-ca.pem`,
+    );
+    const expired = await tlsResult(tls('server', 'server'), new Date(Date.now() + 400 * 24 * 3600 * 1000));
+    expect(expired).toMatchObject({ status: 'FAIL', fatal: true });
+    expect(expired?.detail).toMatch(new RegExp(`^certificate ${d}/server\\.pem expired on `, 'u'));
+    const missing = tls('nothere', 'server');
+    await hvtTender(missing);
+    expect(
+      fatalFailures(await preflight(missing, await probe(missing, { kvmProbe: await kvmPresent() }))),
+    ).toEqual([
+      `tls: certificate ${d}/nothere.pem cannot be read: ENOENT (check the files given as --tls-ca, --tls-cert and --tls-key)`,
+    ]);
+  });
+
+  it('a certificate that expires within 30 days warns without stopping start-up', async () => {
+    const result = await tlsResult(tls('short', 'short'));
+    expect(result).toMatchObject({ status: 'WARN', fatal: true, fix: 'renew the certificate' });
+    expect(result?.detail).toMatch(/^certificate .*short\.pem expires on /u);
+  });
+});
