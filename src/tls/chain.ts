@@ -1,0 +1,361 @@
+// The certification path of a client, built and verified here rather than trusted from the TLS
+// library: issuers are linked by name AND by the issuer's key verifying the signature, so a
+// look-alike (same subject, other key) never stands in for the real intermediate (semantics §14.1).
+
+import { err, ok, type Result } from '../resources/errors.js';
+import { type TlsError, tlsError } from './errors.js';
+import { x509 } from './x509.js';
+
+/** Chains of this many certificates or more are refused, presented or on the path (differences (c)). */
+export const MAX_CHAIN = 10;
+
+/** The one certificate a client's path must end at. */
+export interface TrustAnchor {
+  readonly certificate: x509.X509Certificate;
+  readonly der: Uint8Array;
+}
+
+/** One certificate of a verified path, with what identity derivation needs from it. */
+export interface PathCertificate {
+  readonly der: Uint8Array;
+  /** The first CN of the subject; null when the subject has none (absent is not the same as ""). */
+  readonly commonName: string | null;
+  readonly subject: string;
+}
+
+/** Leaf first, then its issuers; the trust anchor is included only if the client sent it. */
+export type VerifiedPath = readonly PathCertificate[];
+
+const OID = {
+  keyUsage: '2.5.29.15',
+  basicConstraints: '2.5.29.19',
+  extKeyUsage: '2.5.29.37',
+  subjectAltName: '2.5.29.17',
+  subjectKeyId: '2.5.29.14',
+  authorityKeyId: '2.5.29.35',
+  clientAuth: '1.3.6.1.5.5.7.3.2',
+  anyExtendedKeyUsage: '2.5.29.37.0',
+} as const;
+
+/** Critical extensions this verifier understands; any other critical one makes a certificate unusable. */
+const PROCESSED_CRITICAL: ReadonlySet<string> = new Set([
+  OID.keyUsage,
+  OID.basicConstraints,
+  OID.extKeyUsage,
+  OID.subjectAltName,
+  OID.subjectKeyId,
+  OID.authorityKeyId,
+]);
+
+/** Reads the trust anchor file: exactly one certificate (PEM or DER), a CA that may sign. */
+export function loadTrustAnchor(input: string | Uint8Array): Result<TrustAnchor, TlsError> {
+  let ders: Uint8Array[];
+  try {
+    ders = decodeCertificates(input);
+  } catch (e) {
+    return err('E_TLS_ANCHOR', `the CA file does not hold certificates: ${message(e)}`);
+  }
+  if (ders.length !== 1) {
+    return err('E_TLS_ANCHOR', `the CA file must hold exactly one certificate, it holds ${ders.length}`);
+  }
+  const der = ders[0] as Uint8Array;
+  let certificate: x509.X509Certificate;
+  try {
+    certificate = new x509.X509Certificate(der);
+  } catch (e) {
+    return err('E_TLS_ANCHOR', `the CA certificate does not parse: ${message(e)}`);
+  }
+  const facts = inspect(certificate);
+  if (!facts.ok) return err('E_TLS_ANCHOR', facts.error.message);
+  if (!facts.value.ca) return err('E_TLS_ANCHOR', `the CA certificate ${certificate.subject} is not a CA`);
+  if (facts.value.keyUsage !== null && (facts.value.keyUsage & x509.KeyUsageFlags.keyCertSign) === 0) {
+    return err('E_TLS_ANCHOR', `the CA certificate ${certificate.subject} may not sign certificates`);
+  }
+  return ok({ certificate, der });
+}
+
+/** DER certificates from PEM text (any number of blocks) or from one DER certificate. */
+export function decodeCertificates(input: string | Uint8Array): Uint8Array[] {
+  if (typeof input !== 'string' && input[0] === 0x30) return [input];
+  const text = typeof input === 'string' ? input : Buffer.from(input).toString('utf8');
+  return x509.PemConverter.decode(text).map((buffer) => new Uint8Array(buffer));
+}
+
+interface Facts {
+  readonly ca: boolean;
+  readonly pathLength: number | null;
+  /** KeyUsageFlags bits, null when the extension is absent. */
+  readonly keyUsage: number | null;
+  /** Extended key usage OIDs, null when absent. */
+  readonly extKeyUsage: readonly string[] | null;
+  readonly unprocessedCritical: readonly string[];
+  readonly selfIssued: boolean;
+}
+
+/** The constraints a certificate carries, read once; a malformed extension is an error. */
+function inspect(cert: x509.X509Certificate): Result<Facts, TlsError> {
+  try {
+    const bc = cert.getExtension(x509.BasicConstraintsExtension);
+    const ku = cert.getExtension(x509.KeyUsagesExtension);
+    const eku = cert.getExtension(x509.ExtendedKeyUsageExtension);
+    return ok({
+      ca: bc?.ca === true,
+      pathLength: bc?.pathLength ?? null,
+      keyUsage: ku === null ? null : ku.usages,
+      extKeyUsage: eku === null ? null : eku.usages.map(String),
+      unprocessedCritical: cert.extensions
+        .filter((e) => e.critical && !PROCESSED_CRITICAL.has(e.type))
+        .map((e) => e.type),
+      selfIssued: cert.subject === cert.issuer,
+    });
+  } catch (e) {
+    return err('E_TLS_CERT_INVALID', `certificate ${cert.subject} has a malformed extension: ${message(e)}`);
+  }
+}
+
+interface Candidate {
+  readonly der: Uint8Array;
+  readonly cert: x509.X509Certificate;
+  /** The same bytes as the trust anchor: the client sent the anchor along. */
+  readonly isAnchor: boolean;
+}
+
+/** Failures found while searching, ranked so the most telling one is reported. */
+const RANK = { noIssuer: 0, badSignature: 1, pathCheck: 2 } as const;
+
+/**
+ * Builds a path from `presented[0]` (the leaf) through the other presented certificates to the
+ * trust anchor and checks it at `now`: signatures (SHA-2 or EdDSA), validity of every
+ * certificate and of the anchor, unprocessed critical extensions, CA:TRUE and keyCertSign on
+ * issuers, path lengths, and that the leaf may authenticate a TLS client. Several candidate
+ * issuers (same subject, same key) are tried in turn; presented certificates off the path are
+ * ignored. 10 or more presented certificates are refused before any is parsed.
+ */
+export async function verifyClientChain(
+  presented: readonly Uint8Array[],
+  anchor: TrustAnchor,
+  now: Date,
+): Promise<Result<VerifiedPath, TlsError>> {
+  if (presented.length === 0) return err('E_TLS_NO_CERTIFICATE', 'the client presented no certificate');
+  if (presented.length >= MAX_CHAIN) {
+    return err('E_TLS_CHAIN_TOO_LONG', 'certificate chain too long', { presented: presented.length });
+  }
+  const anchorValid = checkValidity(anchor.certificate, now);
+  if (!anchorValid.ok) return anchorValid;
+  const candidates: Candidate[] = [];
+  for (const [index, der] of presented.entries()) {
+    try {
+      const cert = new x509.X509Certificate(der);
+      candidates.push({ der, cert, isAnchor: sameBytes(der, anchor.der) });
+    } catch (e) {
+      return err('E_TLS_CERT_INVALID', `presented certificate ${index} does not parse: ${message(e)}`);
+    }
+  }
+  const search = new PathSearch(candidates, anchor, now);
+  const found = await search.walk([0]);
+  if (found !== null) return ok(found.map((i) => describe(candidates[i] as Candidate)));
+  return { ok: false, error: search.failure ?? tlsError('E_TLS_UNTRUSTED', 'no path to the trust anchor') };
+}
+
+class PathSearch {
+  readonly #certs: readonly Candidate[];
+  readonly #anchor: TrustAnchor;
+  readonly #now: Date;
+  /** Memoized "is cert i signed by the key of j" (j = -1: the trust anchor). */
+  readonly #signatures = new Map<string, Promise<boolean>>();
+  #failure: { error: TlsError; rank: number } | null = null;
+
+  constructor(certs: readonly Candidate[], anchor: TrustAnchor, now: Date) {
+    this.#certs = certs;
+    this.#anchor = anchor;
+    this.#now = now;
+  }
+
+  get failure(): TlsError | null {
+    return this.#failure?.error ?? null;
+  }
+
+  #record(error: TlsError, rank: number): void {
+    if (this.#failure === null || rank > this.#failure.rank) this.#failure = { error, rank };
+  }
+
+  /** Depth-first: returns the first path (indices into the presented list) that passes every check. */
+  async walk(path: readonly number[]): Promise<readonly number[] | null> {
+    const last = this.#certs[path.at(-1) as number] as Candidate;
+    if (last.isAnchor) return this.#complete(path);
+    let nameMatched = false;
+    if (last.cert.issuer === this.#anchor.certificate.subject) {
+      nameMatched = true;
+      if (await this.#signedBy(path.at(-1) as number, -1)) {
+        const sent = this.#certs.findIndex((c, i) => c.isAnchor && !path.includes(i));
+        const done = await this.#complete(sent === -1 ? path : [...path, sent]);
+        if (done !== null) return done;
+      }
+    }
+    for (const [j, candidate] of this.#certs.entries()) {
+      if (path.includes(j) || candidate.isAnchor || candidate.cert.subject !== last.cert.issuer) continue;
+      nameMatched = true;
+      if (!(await this.#signedBy(path.at(-1) as number, j))) continue;
+      const done = await this.walk([...path, j]);
+      if (done !== null) return done;
+    }
+    if (nameMatched) {
+      const what = `the signature of ${last.cert.subject} is not verified by the key of any certificate named ${last.cert.issuer}`;
+      this.#record(tlsError('E_TLS_SIGNATURE', what), RANK.badSignature);
+    } else {
+      const what = `no issuer ${last.cert.issuer} of ${last.cert.subject} among the presented certificates and the trust anchor`;
+      this.#record(tlsError('E_TLS_UNTRUSTED', what), RANK.noIssuer);
+    }
+    return null;
+  }
+
+  #signedBy(child: number, issuer: number): Promise<boolean> {
+    const key = `${child}<${issuer}`;
+    let verdict = this.#signatures.get(key);
+    if (verdict === undefined) {
+      const cert = (this.#certs[child] as Candidate).cert;
+      const by = issuer === -1 ? this.#anchor.certificate : (this.#certs[issuer] as Candidate).cert;
+      verdict = cert.verify({ publicKey: by.publicKey, signatureOnly: true }).catch(() => false);
+      this.#signatures.set(key, verdict);
+    }
+    return verdict;
+  }
+
+  async #complete(path: readonly number[]): Promise<readonly number[] | null> {
+    if (path.length >= MAX_CHAIN) {
+      this.#record(tlsError('E_TLS_CHAIN_TOO_LONG', 'certificate chain too long'), Number.POSITIVE_INFINITY);
+      return null;
+    }
+    const checked = checkPath(
+      path.map((i) => this.#certs[i] as Candidate),
+      this.#anchor,
+      this.#now,
+    );
+    if (checked.ok) return path;
+    this.#record(checked.error, RANK.pathCheck);
+    return null;
+  }
+}
+
+/** Everything but the signatures (checked while linking), leaf first. */
+function checkPath(path: readonly Candidate[], anchor: TrustAnchor, now: Date): Result<void, TlsError> {
+  /** Non-self-issued intermediates seen so far below the certificate being checked. */
+  let intermediatesBelow = 0;
+  for (const [position, { cert, isAnchor }] of path.entries()) {
+    const facts = inspect(cert);
+    if (!facts.ok) return facts;
+    const f = facts.value;
+    if (f.unprocessedCritical.length > 0) {
+      return err(
+        'E_TLS_CRITICAL_EXTENSION',
+        `certificate ${cert.subject} has an unsupported critical extension ${f.unprocessedCritical.join(', ')}`,
+        { extensions: f.unprocessedCritical },
+      );
+    }
+    if (isAnchor) break;
+    const algorithm = checkAlgorithm(cert);
+    if (!algorithm.ok) return algorithm;
+    const valid = checkValidity(cert, now);
+    if (!valid.ok) return valid;
+    if (position === 0) {
+      const leaf = checkLeafUsage(cert, f);
+      if (!leaf.ok) return leaf;
+      continue;
+    }
+    const issuer = checkIssuer(cert, f, intermediatesBelow);
+    if (!issuer.ok) return issuer;
+    if (!f.selfIssued) intermediatesBelow++;
+  }
+  const anchorFacts = inspect(anchor.certificate);
+  if (!anchorFacts.ok) return anchorFacts;
+  return checkIssuer(anchor.certificate, anchorFacts.value, intermediatesBelow);
+}
+
+function checkIssuer(
+  cert: x509.X509Certificate,
+  f: Facts,
+  intermediatesBelow: number,
+): Result<void, TlsError> {
+  if (!f.ca)
+    return err('E_TLS_NOT_CA', `issuer ${cert.subject} is not a CA (basicConstraints CA:TRUE missing)`);
+  if (f.keyUsage !== null && (f.keyUsage & x509.KeyUsageFlags.keyCertSign) === 0) {
+    return err('E_TLS_KEY_USAGE', `issuer ${cert.subject} may not sign certificates (no keyCertSign)`);
+  }
+  if (f.pathLength !== null && intermediatesBelow > f.pathLength) {
+    return err(
+      'E_TLS_PATH_LENGTH',
+      `issuer ${cert.subject} allows ${f.pathLength} intermediate certificates below it, the path has ${intermediatesBelow}`,
+    );
+  }
+  return ok(undefined);
+}
+
+function checkLeafUsage(cert: x509.X509Certificate, f: Facts): Result<void, TlsError> {
+  if (f.keyUsage !== null && (f.keyUsage & x509.KeyUsageFlags.digitalSignature) === 0) {
+    return err('E_TLS_KEY_USAGE', `client certificate ${cert.subject} may not sign (no digitalSignature)`);
+  }
+  const eku = f.extKeyUsage;
+  if (eku !== null && !eku.includes(OID.clientAuth) && !eku.includes(OID.anyExtendedKeyUsage)) {
+    return err(
+      'E_TLS_KEY_USAGE',
+      `client certificate ${cert.subject} is not for TLS clients (no clientAuth)`,
+    );
+  }
+  return ok(undefined);
+}
+
+function checkValidity(cert: x509.X509Certificate, now: Date): Result<void, TlsError> {
+  if (now < cert.notBefore) {
+    return err(
+      'E_TLS_NOT_YET_VALID',
+      `certificate ${cert.subject} is not valid before ${iso(cert.notBefore)}`,
+      {
+        notBefore: iso(cert.notBefore),
+      },
+    );
+  }
+  if (now > cert.notAfter) {
+    return err('E_TLS_EXPIRED', `certificate ${cert.subject} expired at ${iso(cert.notAfter)}`, {
+      notAfter: iso(cert.notAfter),
+    });
+  }
+  return ok(undefined);
+}
+
+const STRONG_HASHES: ReadonlySet<string> = new Set(['SHA-256', 'SHA-384', 'SHA-512']);
+
+/** SHA-2 signatures or EdDSA, as Albatross allows. */
+function checkAlgorithm(cert: x509.X509Certificate): Result<void, TlsError> {
+  let name = 'unknown';
+  try {
+    const algorithm = cert.signatureAlgorithm as { readonly name?: string; readonly hash?: unknown };
+    name = algorithm.name ?? 'unknown';
+    if (name === 'Ed25519' || name === 'Ed448') return ok(undefined);
+    const hash = algorithm.hash;
+    const hashName =
+      typeof hash === 'string' ? hash : ((hash as { readonly name?: string } | undefined)?.name ?? undefined);
+    if (hashName !== undefined && STRONG_HASHES.has(hashName.toUpperCase())) return ok(undefined);
+    name = `${name} with ${hashName ?? 'no hash'}`;
+  } catch {
+    // An algorithm the library does not know is refused like a weak one.
+  }
+  return err(
+    'E_TLS_SIGNATURE',
+    `certificate ${cert.subject} is signed with a disallowed algorithm (${name})`,
+  );
+}
+
+function describe({ der, cert }: Candidate): PathCertificate {
+  const names = cert.subjectName.getField('CN');
+  return { der, commonName: names[0] ?? null, subject: cert.subject };
+}
+
+function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
+  return a.length === b.length && Buffer.compare(a, b) === 0;
+}
+
+const iso = (date: Date): string => date.toISOString();
+
+function message(e: unknown): string {
+  return e instanceof Error ? e.message : String(e);
+}

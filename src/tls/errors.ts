@@ -1,0 +1,60 @@
+// The TLS endpoint's refusal vocabulary: every reason a client certificate, a handshake or a
+// stream is refused is a PetrelError with an E_TLS_ code (texts from semantics §14.2 where given).
+
+import { err, type PetrelError } from '../resources/errors.js';
+
+export type TlsErrorCode =
+  /** The trust anchor file is unusable (not exactly one CA certificate). */
+  | 'E_TLS_ANCHOR'
+  /** The client presented no certificate. */
+  | 'E_TLS_NO_CERTIFICATE'
+  /** `empty chain`. */
+  | 'E_TLS_CHAIN_EMPTY'
+  /** `certificate chain too long`: 10 or more, presented or on the path. */
+  | 'E_TLS_CHAIN_TOO_LONG'
+  /** A certificate that does not parse. */
+  | 'E_TLS_CERT_INVALID'
+  /** No path from the leaf to the trust anchor. */
+  | 'E_TLS_UNTRUSTED'
+  /** A signature that the issuer's key does not verify, or a disallowed signature algorithm. */
+  | 'E_TLS_SIGNATURE'
+  | 'E_TLS_EXPIRED'
+  | 'E_TLS_NOT_YET_VALID'
+  /** An issuer without basicConstraints CA:TRUE. */
+  | 'E_TLS_NOT_CA'
+  /** An issuer without keyCertSign, or a leaf whose key usage forbids TLS client use. */
+  | 'E_TLS_KEY_USAGE'
+  | 'E_TLS_PATH_LENGTH'
+  /** A critical extension the verifier does not process (the Albatross one included). */
+  | 'E_TLS_CRITICAL_EXTENSION'
+  /** An Albatross extension that does not decode (the decoder's message). */
+  | 'E_TLS_EXTENSION'
+  /** `leaf certificate does not contain an albatross extension`. */
+  | 'E_TLS_NO_EXTENSION'
+  /** `unexpected wire …`: an intermediate carrying anything but policy add. */
+  | 'E_TLS_UNEXPECTED_WIRE'
+  /** `… may not have an empty name`. */
+  | 'E_TLS_EMPTY_NAME'
+  /** A CN that is not a valid label. */
+  | 'E_TLS_NAME'
+  /** `unexpected command`: a leaf command the endpoint does not forward. */
+  | 'E_TLS_COMMAND'
+  /** A chain policy that exceeds the one above it. */
+  | 'E_TLS_POLICY'
+  | 'E_TLS_HANDSHAKE'
+  | 'E_TLS_HANDSHAKE_TIMEOUT'
+  | 'E_TLS_TOO_MANY_HANDSHAKES'
+  /** A frame above maxFrameBytes, or a streamed image above it. */
+  | 'E_TLS_FRAME_TOO_LARGE'
+  /** The client's stream ended or broke where data was due. */
+  | 'E_TLS_STREAM';
+
+export type TlsError = PetrelError<TlsErrorCode>;
+
+export function tlsError(
+  code: TlsErrorCode,
+  message: string,
+  details?: Readonly<Record<string, unknown>>,
+): TlsError {
+  return err(code, message, details).error;
+}

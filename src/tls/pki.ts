@@ -1,0 +1,239 @@
+// Certificates as Albatross' client makes them (semantics §15): a self-signed root, the server
+// certificate, delegations (intermediate CAs carrying a policy) and command leaves, with the same
+// profiles, validity rules and signing checks. No files here: the CLI reads and writes them.
+
+import { webcrypto } from 'node:crypto';
+import { err, ok, type PetrelError, type Result } from '../resources/errors.js';
+import { type Name, nameAsPath, printPath } from '../resources/name.js';
+import { isSubPolicy, list, missing, type Policy, usable } from '../resources/policy.js';
+import { ALBATROSS_OID, encodeCertExtension } from '../wire/index.js';
+import type { Command } from '../wire/types.js';
+import { certificateCommand } from './identity.js';
+import { type CryptoKey, generateKey, type KeyPair, type KeyType, signingAlgorithm } from './keys.js';
+import { x509 } from './x509.js';
+
+/** Validity starts this far in the past, for clock skew (§15). */
+const SKEW_MS = 10_000;
+const DAY_MS = 86_400_000;
+/** Lifetime of the leaf a remote command is signed into on the fly. */
+export const ON_THE_FLY_MS = 300_000;
+
+export const DEFAULT_DAYS = { ca: 3650, server: 365, delegation: 365, command: 1 } as const;
+
+export type Profile = 'root' | 'server' | 'delegation' | 'command';
+
+/** A CA that signs: its certificate first, then those above it that are not self-signed. */
+export interface Issuer {
+  readonly chain: readonly x509.X509Certificate[];
+  readonly key: KeyPair;
+}
+
+export interface Issued {
+  readonly certificate: x509.X509Certificate;
+  /** The certificate, then the issuer's chain without self-signed certificates: what a client presents. */
+  readonly chain: readonly x509.X509Certificate[];
+}
+
+export interface Validity {
+  readonly notBefore: Date;
+  readonly notAfter: Date;
+}
+
+export function validityFor(now: Date, lifetimeMs: number): Validity {
+  return { notBefore: new Date(now.getTime() - SKEW_MS), notAfter: new Date(now.getTime() + lifetimeMs) };
+}
+
+export const days = (n: number): number => n * DAY_MS;
+
+const CA_USAGE =
+  x509.KeyUsageFlags.keyCertSign |
+  x509.KeyUsageFlags.cRLSign |
+  x509.KeyUsageFlags.digitalSignature |
+  x509.KeyUsageFlags.nonRepudiation;
+const END_ENTITY_USAGE = x509.KeyUsageFlags.digitalSignature | x509.KeyUsageFlags.keyEncipherment;
+
+export interface IssueParams {
+  readonly profile: Profile;
+  /** The subject CN; null leaves the subject empty (tests use it; Albatross never does). */
+  readonly commonName: string | null;
+  readonly publicKey: CryptoKey;
+  readonly validity: Validity;
+  /** The Albatross extension's command (delegation and command profiles). */
+  readonly command?: Command;
+  /** Absent for the self-signed root: then `signingKey` signs and the subject is the issuer. */
+  readonly issuer?: Issuer;
+  readonly signingKey?: KeyPair;
+}
+
+/** Signs one certificate with exactly the extensions of its profile; no policy checks here. */
+export async function issue(params: IssueParams): Promise<Issued> {
+  const signer = params.issuer?.key ?? params.signingKey;
+  if (signer === undefined) throw new Error('issue: an issuer or a signing key is required');
+  const issuerCert = params.issuer?.chain[0];
+  const subject = new x509.Name(params.commonName === null ? [] : [{ CN: [params.commonName] }]);
+  const extensions: x509.Extension[] = [];
+  if (params.command !== undefined) {
+    const value = encodeCertExtension(params.command);
+    if (!value.ok) throw new Error(`cannot encode the certificate command: ${value.error.message}`);
+    extensions.push(new x509.Extension(ALBATROSS_OID, false, value.value));
+  }
+  const ca = params.profile === 'root' || params.profile === 'delegation';
+  extensions.push(new x509.KeyUsagesExtension(ca ? CA_USAGE : END_ENTITY_USAGE, true));
+  extensions.push(new x509.BasicConstraintsExtension(ca, undefined, true));
+  if (params.profile === 'server' || params.profile === 'command') {
+    const purpose =
+      params.profile === 'server' ? x509.ExtendedKeyUsage.serverAuth : x509.ExtendedKeyUsage.clientAuth;
+    extensions.push(new x509.ExtendedKeyUsageExtension([purpose], true));
+  }
+  if (params.profile !== 'root') {
+    extensions.push(await x509.SubjectKeyIdentifierExtension.create(params.publicKey));
+    extensions.push(await x509.AuthorityKeyIdentifierExtension.create(signer.publicKey));
+  }
+  const certificate = await x509.X509CertificateGenerator.create({
+    serialNumber: serialNumber(),
+    subject,
+    issuer: issuerCert?.subjectName ?? subject,
+    notBefore: params.validity.notBefore,
+    notAfter: params.validity.notAfter,
+    extensions,
+    publicKey: params.publicKey,
+    signingKey: signer.privateKey,
+    signingAlgorithm: signingAlgorithm(signer.type),
+  });
+  const above = (params.issuer?.chain ?? []).filter((cert) => !selfSigned(cert));
+  return { certificate, chain: [certificate, ...above] };
+}
+
+/** 16 random bytes, positive and without a leading zero byte, as the serial number. */
+function serialNumber(): string {
+  const bytes = webcrypto.getRandomValues(new Uint8Array(16));
+  bytes[0] = ((bytes[0] as number) & 0x7f) | 0x01;
+  return Buffer.from(bytes).toString('hex');
+}
+
+export function selfSigned(cert: x509.X509Certificate): boolean {
+  return cert.subject === cert.issuer;
+}
+
+export async function createRootCa(key: KeyPair, name: string, validity: Validity): Promise<Issuer> {
+  const { certificate } = await issue({
+    profile: 'root',
+    commonName: name,
+    publicKey: key.publicKey,
+    validity,
+    signingKey: key,
+  });
+  return { chain: [certificate], key };
+}
+
+/** The policy a CA certificate carries, null when it carries none. */
+export function policyOf(cert: x509.X509Certificate): Result<Policy | null, PetrelError> {
+  const command = certificateCommand({ der: new Uint8Array(cert.rawData), commonName: null });
+  if (!command.ok) return command;
+  if (command.value === null) return ok(null);
+  if (command.value.type !== 'policy-add') {
+    return err('E_PKI_POLICY', `the CA certificate carries ${command.value.type}, not a policy`);
+  }
+  return ok(command.value.policy);
+}
+
+/** A delegation must be usable and, if the signing CA has a policy, fit inside it (§15). */
+export function checkDelegation(issuer: Issuer, policy: Policy): Result<void, PetrelError> {
+  const fit = usable(policy);
+  if (!fit.ok) return fit;
+  const above = policyOf(issuer.chain[0] as x509.X509Certificate);
+  if (!above.ok || above.value === null) return above.ok ? ok(undefined) : above;
+  return isSubPolicy(above.value, policy);
+}
+
+/** A create must fit the signing CA's policy, with Albatross' client-side texts (§15). */
+export function checkCommand(issuer: Issuer, command: Command): Result<void, PetrelError> {
+  if (command.type !== 'unikernel-create') return ok(undefined);
+  const above = policyOf(issuer.chain[0] as x509.X509Certificate);
+  if (!above.ok || above.value === null) return above.ok ? ok(undefined) : above;
+  const policy = above.value;
+  const config = command.config;
+  const cpuids = 'cpuids' in config ? config.cpuids : [config.cpuid];
+  const cpus = missing(cpuids, policy.cpuids);
+  if (cpus.length > 0) {
+    return err(
+      'E_PKI_POLICY',
+      `the CPUids ${list(cpus)} requested by the unikernel are not allowed by policy`,
+    );
+  }
+  if (config.memory > policy.memory) {
+    return err(
+      'E_PKI_POLICY',
+      `${config.memory} MB memory assigned to unikernel exceeds policy (${policy.memory}MB)`,
+    );
+  }
+  const bridges = missing(
+    config.bridges.map((net) => net.bridge ?? net.netif),
+    policy.bridges,
+  );
+  if (bridges.length > 0) {
+    return err(
+      'E_PKI_POLICY',
+      `Bridge(s) ${list(bridges)} not allowed by policy (available: ${list(policy.bridges)})`,
+    );
+  }
+  return ok(undefined);
+}
+
+/**
+ * The leaf CN the client uses for a command on `name` (§15.1): policy commands carry the path
+ * (`.` for the root), others the label (`.` for the root); names below the root are refused
+ * because paths come from the CA chain.
+ */
+export function leafCommonName(command: Command, name: Name): Result<string, PetrelError> {
+  if (command.type.startsWith('policy-')) {
+    const path = printPath(nameAsPath(name));
+    return ok(path === '' ? '.' : path);
+  }
+  if (name.path.length > 0) return err('E_PKI_NAME', 'non-empty path');
+  return ok(name.label ?? '.');
+}
+
+export interface CommandLeaf extends Issued {
+  readonly key: KeyPair;
+}
+
+/**
+ * The remote client's leaf: a fresh key, the command in the extension, valid from 10 s ago for
+ * 300 s, signed by the delegated CA after the same checks the CSR signer applies.
+ */
+export async function issueCommandLeaf(
+  issuer: Issuer,
+  command: Command,
+  name: Name,
+  options: { readonly keyType?: KeyType; readonly now?: Date } = {},
+): Promise<Result<CommandLeaf, PetrelError>> {
+  const cn = leafCommonName(command, name);
+  if (!cn.ok) return cn;
+  const fits = checkCommand(issuer, command);
+  if (!fits.ok) return fits;
+  const key = await generateKey(options.keyType ?? 'ed25519');
+  const issued = await issue({
+    profile: 'command',
+    commonName: cn.value,
+    publicKey: key.publicKey,
+    validity: validityFor(options.now ?? new Date(), ON_THE_FLY_MS),
+    command,
+    issuer,
+  });
+  return ok({ ...issued, key });
+}
+
+/** A delegation: checked, then signed into an intermediate CA certificate for `label`. */
+export async function issueDelegation(
+  issuer: Issuer,
+  label: string,
+  policy: Policy,
+  publicKey: CryptoKey,
+  validity: Validity,
+): Promise<Result<Issued, PetrelError>> {
+  const fits = checkDelegation(issuer, policy);
+  if (!fits.ok) return fits;
+  const command: Command = { type: 'policy-add', policy };
+  return ok(await issue({ profile: 'delegation', commonName: label, publicKey, validity, command, issuer }));
+}
