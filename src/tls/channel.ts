@@ -1,0 +1,117 @@
+// Frames over a stream socket (the TLS client or a daemon's unix socket) as an async pull API,
+// with the frame cap applied as bytes arrive and the socket paused while events pile up.
+
+import type { Duplex } from 'node:stream';
+import { FrameReader } from '../wire/index.js';
+import { type TlsError, tlsError } from './errors.js';
+
+export type Incoming =
+  /** A complete payload: a DER message or a raw chunk, as the protocol state dictates. */
+  | { readonly kind: 'frame'; readonly payload: Uint8Array }
+  /** A zero-length (or negative) frame: the end of a chunk stream. */
+  | { readonly kind: 'end' }
+  /** The peer closed or the socket failed; a frame cut short is dropped. */
+  | { readonly kind: 'closed' }
+  /** A frame above the cap: nothing was allocated for it and the socket is already destroyed. */
+  | { readonly kind: 'refused'; readonly error: TlsError };
+
+/** What the proxy needs from a connection; tests implement it over recorded frames. */
+export interface Channel {
+  next(): Promise<Incoming>;
+  /** Resolves false when the bytes could not be written (the socket failed or closed). */
+  write(bytes: Uint8Array): Promise<boolean>;
+  /** Resolves once the socket has closed, for whatever reason. */
+  readonly closed: Promise<void>;
+  /** Flushes what was written, then closes. */
+  end(): void;
+  /** Closes at once. */
+  destroy(): void;
+}
+
+/** Events queued before the socket is paused: bounds memory when the consumer is slower. */
+const HIGH_WATER = 32;
+
+export class SocketChannel implements Channel {
+  readonly #socket: Duplex;
+  readonly #reader: FrameReader;
+  readonly #queue: Incoming[] = [];
+  #waiter: ((event: Incoming) => void) | null = null;
+  #finished = false;
+  readonly closed: Promise<void>;
+
+  /** `onRefused` hears of an oversized frame once (for the log), before `next()` reports it. */
+  constructor(socket: Duplex, maxFrameBytes: number, onRefused?: (error: TlsError) => void) {
+    this.#socket = socket;
+    this.#reader = new FrameReader({ maxFrame: maxFrameBytes });
+    this.closed = new Promise((resolve) => socket.once('close', () => resolve()));
+    socket.on('data', (chunk: Buffer) => this.#data(chunk, onRefused));
+    socket.once('end', () => this.#finish());
+    socket.once('close', () => this.#finish());
+    // Errors end the stream like a close; whoever owns the socket logs them.
+    socket.on('error', () => this.#finish());
+  }
+
+  #data(chunk: Buffer, onRefused?: (error: TlsError) => void): void {
+    if (this.#finished) return;
+    const events = this.#reader.push(chunk);
+    if (!events.ok) {
+      const error = tlsError('E_TLS_FRAME_TOO_LARGE', events.error.message, events.error.details);
+      onRefused?.(error);
+      this.#socket.destroy();
+      this.#push({ kind: 'refused', error });
+      this.#finished = true;
+      return;
+    }
+    for (const event of events.value) {
+      this.#push(event.kind === 'frame' ? { kind: 'frame', payload: event.payload } : { kind: 'end' });
+    }
+    if (this.#queue.length >= HIGH_WATER) this.#socket.pause();
+  }
+
+  #finish(): void {
+    if (this.#finished) return;
+    this.#finished = true;
+    this.#push({ kind: 'closed' });
+  }
+
+  #push(event: Incoming): void {
+    const waiter = this.#waiter;
+    if (waiter !== null) {
+      this.#waiter = null;
+      waiter(event);
+    } else {
+      this.#queue.push(event);
+    }
+  }
+
+  next(): Promise<Incoming> {
+    const event = this.#queue.shift();
+    if (this.#queue.length < HIGH_WATER / 2 && !this.#finished) this.#socket.resume();
+    if (event !== undefined) {
+      // The terminal event stays available to every later call.
+      if (event.kind === 'closed' || event.kind === 'refused') this.#queue.unshift(event);
+      return Promise.resolve(event);
+    }
+    return new Promise((resolve) => {
+      this.#waiter = (e) => {
+        if (e.kind === 'closed' || e.kind === 'refused') this.#queue.push(e);
+        resolve(e);
+      };
+    });
+  }
+
+  write(bytes: Uint8Array): Promise<boolean> {
+    if (this.#socket.destroyed || !this.#socket.writable) return Promise.resolve(false);
+    return new Promise((resolve) => {
+      this.#socket.write(bytes, (error) => resolve(error == null));
+    });
+  }
+
+  end(): void {
+    this.#socket.end();
+  }
+
+  destroy(): void {
+    this.#socket.destroy();
+  }
+}

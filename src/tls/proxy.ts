@@ -1,0 +1,233 @@
+// One authorized request carried from the TLS client to the daemon and its reply carried back
+// (semantics §14.3): streamed image, chain policies (deepest first), the command, block data,
+// then the reply in the mode the command calls for, with headers rewritten as Albatross does.
+
+import { pathName, printName } from '../resources/name.js';
+import { decodeWire, END_OF_STREAM, encodeWire, frame, WIRE_VERSION } from '../wire/index.js';
+import type { Command, Header, Payload, Wire } from '../wire/types.js';
+import type { Channel } from './channel.js';
+import { type TlsError, tlsError } from './errors.js';
+import type { Identity } from './identity.js';
+
+/** The daemon sockets, as in `<run-dir>/util/`. */
+export type Service = 'vmmd' | 'console' | 'stats';
+
+/** Single: one reply. Read: replies until the daemon closes. Dump: until `Data block no-data`. */
+export type ReplyMode = 'single' | 'read' | 'dump';
+
+/** Which socket serves a command (semantics §2.1). */
+export function serviceFor(command: Command): Service {
+  if (command.type.startsWith('console-')) return 'console';
+  if (command.type.startsWith('stats-')) return 'stats';
+  return 'vmmd';
+}
+
+export function replyMode(command: Command): ReplyMode {
+  if (command.type === 'console-subscribe' || command.type === 'stats-subscribe') return 'read';
+  if (command.type === 'block-dump') return 'dump';
+  return 'single';
+}
+
+/** Commands after which the client streams raw chunks that go on to the daemon (§14.3 step 5). */
+export function forwardsChunks(command: Command): boolean {
+  return (
+    command.type === 'block-set' ||
+    (command.type === 'block-add-old' && command.data !== null && command.data.length === 0) ||
+    (command.type === 'block-set-old' && command.data.length === 0)
+  );
+}
+
+/** A create whose image travels after the handshake in raw chunks (§14.3 step 1). */
+export function streamsImage(command: Command): boolean {
+  return command.type === 'unikernel-create' && command.config.image.length === 0;
+}
+
+/** The frames the endpoint writes to the daemon: a policy add per chain policy, then the command. */
+export function requestFrames(identity: Identity, command: Command, sequence: () => bigint): Uint8Array[] {
+  const frames: Uint8Array[] = [];
+  if (serviceFor(command) === 'vmmd') {
+    for (const { path, policy } of identity.policies) {
+      const header: Header = { version: WIRE_VERSION, sequence: sequence(), name: pathName(path) };
+      frames.push(
+        encodeFrame({ header, payload: { kind: 'command', command: { type: 'policy-add', policy } } }),
+      );
+    }
+  }
+  const header: Header = { version: WIRE_VERSION, sequence: sequence(), name: identity.name };
+  frames.push(encodeFrame({ header, payload: { kind: 'command', command } }));
+  return frames;
+}
+
+function encodeFrame(wire: Wire): Uint8Array {
+  const bytes = encodeWire(wire);
+  // Every value here was decoded or built from decoded values, so encoding cannot fail.
+  if (!bytes.ok) throw new Error(`cannot encode ${wire.payload.kind}: ${bytes.error.message}`);
+  return frame(bytes.value);
+}
+
+/** The reply the client gets last: its header is (version 5, sequence 0, the derived name). */
+export function finalFrame(identity: Identity, payload: Payload): Uint8Array {
+  return encodeFrame({ header: { version: WIRE_VERSION, sequence: 0n, name: identity.name }, payload });
+}
+
+const failure = (message: string): Payload => ({ kind: 'failure', message });
+
+/** Albatross' rendering of a reply that is not a Success, in `expected success … got: …`. */
+function describeReply(wire: Wire): string {
+  const where = `host [unikernel: ${printName(wire.header.name)}]`;
+  switch (wire.payload.kind) {
+    case 'failure':
+      return `${where}: command failed ${wire.payload.message}`;
+    case 'command':
+      return `${where}: command ${wire.payload.command.type}`;
+    case 'data':
+      return `${where}: data ${wire.payload.data.type}`;
+    case 'reply':
+      return `${where}: success`;
+  }
+}
+
+export interface ProxyRequest {
+  readonly identity: Identity;
+  readonly client: Channel;
+  /** Opens the daemon socket; null when it cannot be reached. */
+  readonly connect: (service: Service) => Promise<Channel | null>;
+  /** The endpoint's counter: every command written takes the next value. */
+  readonly sequence: () => bigint;
+  readonly maxFrameBytes: number;
+}
+
+export type ProxyOutcome =
+  /** The final reply was written; `failure` is its message when it is a Failure. */
+  | { readonly kind: 'replied'; readonly failure: string | null }
+  /** The client went away before the final reply could be written. */
+  | { readonly kind: 'gone'; readonly failure: string | null }
+  /** The client's stream was refused or broke: closed without a reply. */
+  | { readonly kind: 'refused'; readonly error: TlsError };
+
+/** Runs one request; closes the daemon connection, then ends the client after the final reply. */
+export async function proxy(request: ProxyRequest): Promise<ProxyOutcome> {
+  const { identity, client } = request;
+  let command = identity.command;
+  if (streamsImage(command) && command.type === 'unikernel-create') {
+    const image = await readImage(client, request.maxFrameBytes);
+    if (!image.ok) return { kind: 'refused', error: image.error };
+    command = { ...command, config: { ...command.config, image: image.value } } as Command;
+  }
+  const daemon = await request.connect(serviceFor(command));
+  if (daemon === null) return reply(request, failure("couldn't reach service"));
+  try {
+    const outcome = await exchange(request, command, daemon);
+    if (outcome.kind === 'refused') return outcome;
+    return reply(request, outcome.payload);
+  } finally {
+    daemon.destroy();
+  }
+}
+
+async function reply(request: ProxyRequest, payload: Payload): Promise<ProxyOutcome> {
+  const written = await request.client.write(finalFrame(request.identity, payload));
+  request.client.end();
+  const message = payload.kind === 'failure' ? payload.message : null;
+  return { kind: written ? 'replied' : 'gone', failure: message };
+}
+
+type Exchange =
+  | { readonly kind: 'final'; readonly payload: Payload }
+  | { readonly kind: 'refused'; readonly error: TlsError };
+
+const final = (payload: Payload): Exchange => ({ kind: 'final', payload });
+
+async function exchange(request: ProxyRequest, command: Command, daemon: Channel): Promise<Exchange> {
+  const frames = requestFrames(request.identity, command, request.sequence);
+  const commandFrame = frames.pop() as Uint8Array;
+  for (const policyFrame of frames) {
+    if (!(await daemon.write(policyFrame))) return final(failure('failed to write policy'));
+    const answer = await daemon.next();
+    if (answer.kind !== 'frame') return final(failure('read error after writing policy'));
+    const decoded = decodeWire(answer.payload);
+    if (!decoded.ok) return final(failure('read error after writing policy'));
+    if (decoded.value.payload.kind !== 'reply') {
+      return final(failure(`expected success when adding policy, got: ${describeReply(decoded.value)}`));
+    }
+  }
+  if (!(await daemon.write(commandFrame))) return final(failure("couldn't write unikernel to VMMD"));
+  if (forwardsChunks(command)) {
+    const copied = await copyChunks(request.client, daemon);
+    if (copied !== null) return copied;
+  }
+  return collect(request, command, daemon);
+}
+
+/** Raw chunks from the client to the daemon up to and including the client's zero chunk. */
+async function copyChunks(client: Channel, daemon: Channel): Promise<Exchange | null> {
+  for (;;) {
+    const chunk = await client.next();
+    if (chunk.kind === 'refused') return { kind: 'refused', error: chunk.error };
+    if (chunk.kind === 'closed') return final(failure('reading tls chunk'));
+    const out = chunk.kind === 'end' ? END_OF_STREAM : frame(chunk.payload);
+    if (!(await daemon.write(out))) return final(failure('writing block data'));
+    if (chunk.kind === 'end') return null;
+  }
+}
+
+async function collect(request: ProxyRequest, command: Command, daemon: Channel): Promise<Exchange> {
+  const mode = replyMode(command);
+  if (mode === 'single') {
+    const answer = await daemon.next();
+    if (answer.kind !== 'frame') return final(failure('error reading from fd'));
+    const decoded = decodeWire(answer.payload);
+    return decoded.ok ? final(decoded.value.payload) : final(failure('error reading from fd'));
+  }
+  // Read and dump: forward every frame as it came (the version is 5 on both sides, so "replace
+  // the version by the client's" leaves the bytes as they are) until the end condition.
+  // A subscriber unsubscribes by closing: then the daemon connection goes too.
+  void request.client.closed.then(() => daemon.destroy());
+  for (;;) {
+    const answer = await daemon.next();
+    if (answer.kind !== 'frame') return final(failure('exception while reading from fd'));
+    if (mode === 'dump') {
+      const decoded = decodeWire(answer.payload);
+      const p = decoded.ok ? decoded.value.payload : null;
+      if (p?.kind === 'data' && p.data.type === 'block' && p.data.data === null) return final(p);
+    }
+    if (!(await request.client.write(frame(answer.payload)))) return final(failure('exception'));
+  }
+}
+
+/** The image of an image-less create: raw chunks up to the zero chunk, at most `limit` bytes. */
+async function readImage(
+  client: Channel,
+  limit: number,
+): Promise<{ ok: true; value: Uint8Array } | { ok: false; error: TlsError }> {
+  const parts: Uint8Array[] = [];
+  let size = 0;
+  for (;;) {
+    const chunk = await client.next();
+    if (chunk.kind === 'refused') return { ok: false, error: chunk.error };
+    if (chunk.kind === 'closed') {
+      return { ok: false, error: tlsError('E_TLS_STREAM', 'the client closed before the end of the image') };
+    }
+    if (chunk.kind === 'end') return { ok: true, value: concat(parts, size) };
+    size += chunk.payload.length;
+    if (size > limit) {
+      return {
+        ok: false,
+        error: tlsError('E_TLS_FRAME_TOO_LARGE', `streamed image exceeds the limit of ${limit} bytes`, {
+          limit,
+        }),
+      };
+    }
+    parts.push(chunk.payload.slice());
+  }
+}
+
+function concat(parts: readonly Uint8Array[], size: number): Uint8Array {
+  const out = new Uint8Array(size);
+  let at = 0;
+  for (const part of parts) {
+    out.set(part, at);
+    at += part.length;
+  }
+  return out;
+}
