@@ -56,6 +56,10 @@ function config(flags: Partial<Record<ConfigKey, string>> = {}): PetrelConfig {
       stateDir: path.join(dir, 'state'),
       runDir: path.join(dir, 'run'),
       kvmDevice: path.join(dir, 'kvm'),
+      // Letters only: parallel probes in the host's namespace never share a probe tap.
+      tapPrefix: `t${randomBytes(3)
+        .toString('hex')
+        .replace(/\d/gu, (d) => 'ghijklmnop'[Number(d)] ?? 'x')}`,
       ...flags,
     },
   });

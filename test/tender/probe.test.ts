@@ -33,9 +33,22 @@ afterEach(async () => {
   await cleanup();
 });
 
+/** Letters only (a tap prefix may not end in a digit), so parallel probes never share a probe tap. */
+const privatePrefix = (): string =>
+  `t${randomBytes(3)
+    .toString('hex')
+    .replace(/\d/gu, (d) => 'ghijklmnop'[Number(d)] ?? 'x')}`;
+
 /** A probe that sees only what the test puts in `dir`: no PATH tenders, no bundled tender. */
 function options(extra: Partial<ProbeOptions> = {}): ProbeOptions {
-  return { stateDir: dir, searchPath: '', bundledHvt: null, kvmDevice: path.join(dir, 'kvm'), ...extra };
+  return {
+    stateDir: dir,
+    searchPath: '',
+    bundledHvt: null,
+    kvmDevice: path.join(dir, 'kvm'),
+    tapPrefix: privatePrefix(),
+    ...extra,
+  };
 }
 
 describe('kvm', () => {
@@ -196,7 +209,7 @@ describe.skipIf(!isRoot)('bridges and netAdmin in a network namespace', () => {
   });
 
   it('lists bridges with up/down, and creates and deletes its probe tap', async () => {
-    const report = await probeHost(options({ netns }));
+    const report = await probeHost(options({ netns, tapPrefix: 'ptap' }));
     expect(report.bridges).toEqual([
       { name: 'br0', up: true },
       { name: 'br1', up: false },
@@ -207,7 +220,7 @@ describe.skipIf(!isRoot)('bridges and netAdmin in a network namespace', () => {
 
   it('a probe tap left by a probe that died is removed first', async () => {
     ip('tuntap', 'add', 'dev', 'ptapprobe', 'mode', 'tap');
-    const report = await probeHost(options({ netns }));
+    const report = await probeHost(options({ netns, tapPrefix: 'ptap' }));
     expect(report.netAdmin).toBe(true);
     expect(ip('-o', 'link', 'show')).not.toContain('ptapprobe');
   });
