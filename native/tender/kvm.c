@@ -193,6 +193,8 @@ int vm_run(struct vm *vm, const struct guest *g)
         switch (run->exit_reason) {
         case KVM_EXIT_IO: {
             unsigned port = run->io.port;
+            /* Only a single 32-bit OUT to 0x500-0x508 is a hypercall; a string OUT
+             * (count > 1) would carry several addresses and is refused too. */
             if (run->io.direction != KVM_EXIT_IO_OUT || run->io.size != 4 || run->io.count != 1 ||
                 port < HC_PORT_BASE || port > HC_PORT_BASE + HC_MAX)
                 die("Invalid guest port access: port=0x%x", port);

@@ -4,6 +4,7 @@
 #include "image.h"
 
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,10 +15,15 @@
 
 #define PAGE 4096ULL
 
-static _Noreturn void bad(const struct image *img, const char *fmt, unsigned i, uint64_t a, uint64_t b)
+static _Noreturn void bad(const struct image *img, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void bad(const struct image *img, const char *fmt, ...)
 {
     char what[256];
-    snprintf(what, sizeof what, fmt, i, (unsigned long)a, (unsigned long)b);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
     die("%s: invalid executable: %s", img->path, what);
 }
 
@@ -47,41 +53,40 @@ void image_load(const struct image *img, struct guest *g, uint64_t *entry, uint6
         const uint64_t v = p->p_vaddr, align = p->p_align;
 
         if (v < GUEST_MIN_LOAD)
-            bad(img, "phdr[%u].p_vaddr outside of valid memory range (%lu < %lu)", i, v,
+            bad(img, "phdr[%u].p_vaddr outside of valid memory range (%lu < %llu)", i, (unsigned long)v,
                 GUEST_MIN_LOAD);
         if (v < prev_vaddr)
-            bad(img, "phdr[%u].p_vaddr is not in ascending order", i, v, prev_vaddr);
+            bad(img, "phdr[%u].p_vaddr is not in ascending order", i);
         prev_vaddr = v;
         if (align == 0 || (align & (align - 1)) != 0)
-            bad(img, "phdr[%u].p_align is not a power of two", i, align, align);
+            bad(img, "phdr[%u].p_align is not a power of two", i);
         const uint64_t start = v & ~(align - 1);
         if (start < GUEST_MIN_LOAD || start < e_end)
-            bad(img, "phdr[%u].p_vaddr_start is outside of memory range (%lu < %lu (e_end))", i, start,
-                e_end);
+            bad(img, "phdr[%u].p_vaddr_start is outside of memory range (%lu < %lu (e_end))", i,
+                (unsigned long)start, (unsigned long)e_end);
         if (v >= mem_size || p->p_filesz > mem_size - v)
-            bad(img, "phdr[%u] program file segment falls outside of valid range", i, v,
-                p->p_filesz);
-        const uint64_t top = v + p->p_memsz; /* no overflow: v < mem_size <= 4 GiB once checked */
+            bad(img, "phdr[%u] program file segment falls outside of valid range", i);
+        /* Wraps only for an absurd p_memsz, which the check below refuses anyway. */
+        const uint64_t top = v + p->p_memsz;
         const uint64_t end = (top & (align - 1)) ? (top | (align - 1)) + 1 : top;
         if (p->p_memsz < p->p_filesz || p->p_memsz > mem_size - v || end > mem_size)
             bad(img,
                 "phdr[%u] program memory segment falls outside of valid range "
                 "(%lu (p_vaddr + p_memsz) > %lu (mem_size))",
-                i, v + p->p_memsz, mem_size);
+                i, (unsigned long)(v + p->p_memsz), (unsigned long)mem_size);
 
         ssize_t n = pread(img->fd, g->mem + v, p->p_filesz, (off_t)p->p_offset);
         if (n < 0 || (uint64_t)n != p->p_filesz)
-            bad(img, "phdr[%u] could not be read (%lu != %lu)", i, n < 0 ? 0 : (uint64_t)n,
-                p->p_filesz);
+            bad(img, "phdr[%u] could not be read (%zd != %lu)", i, n, (unsigned long)p->p_filesz);
         memset(g->mem + v + p->p_filesz, 0, p->p_memsz - p->p_filesz);
 
         if ((start & (PAGE - 1)) != 0 || (end & (PAGE - 1)) != 0)
             bad(img, "phdr[%u].p_vaddr_start not aligned with architectural page size (%lu & (%lu - 1))",
-                i, start, PAGE - 1);
+                i, (unsigned long)start, (unsigned long)(PAGE - 1));
         /* W^X: a segment both writable and executable would let the guest
          * rewrite its own code; solo5 refuses it and so do we. */
         if ((p->p_flags & PF_W) && (p->p_flags & PF_X))
-            bad(img, "phdr[%u] requests WRITE and EXEC permissions", i, v, end);
+            bad(img, "phdr[%u] requests WRITE and EXEC permissions", i);
         /* Execute is dropped on the host: the guest executes through KVM, and the
          * tender never runs guest memory. KVM carries read-only into the guest. */
         int prot = PROT_NONE;

@@ -173,24 +173,28 @@ describe.skipIf(!kvmUsable)('the guest writes and reads every sector (blk mode)'
   it.each([
     [512, 16],
     [4096, 4],
-  ])('sector size %i, %i sectors: the file holds the pattern and the checksum matches', (size, sectors) => {
-    const file = join(dir, `blk-${size}.img`);
-    writeFileSync(file, Buffer.alloc(size * sectors, 0xee));
-    const r = runTender(
-      [`--block:storage=${file}`, `--block-sector-size:storage=${size}`, '--mem=2', canaryBlk, 'blk'],
-      60_000,
-    );
-    expect(r.stderr).toBe('');
-    expect(r.status).toBe(0);
-    const onDisk = readFileSync(file);
-    expect(onDisk.equals(pattern(sectors, size))).toBe(true);
-    const m =
-      /^petrel-canary blk sectors=(\d+) sector_size=(\d+) checksum=0x([0-9a-f]+) eof_ret=(-?\d+)$/m.exec(
-        r.stdout,
+  ])(
+    'sector size %i, %i sectors: the file holds the pattern and the checksum matches',
+    (size, sectors) => {
+      const file = join(dir, `blk-${size}.img`);
+      writeFileSync(file, Buffer.alloc(size * sectors, 0xee));
+      const r = runTender(
+        [`--block:storage=${file}`, `--block-sector-size:storage=${size}`, '--mem=2', canaryBlk, 'blk'],
+        60_000,
       );
-    expect(m?.slice(1, 3)).toEqual([String(sectors), String(size)]);
-    expect(`0x${m?.[3]}`).toBe(fnv1a(onDisk));
-    // A read at the capacity is refused by the tender with EINVAL (2), and the guest goes on.
-    expect(m?.[4]).toBe('2');
-  });
+      expect(r.stderr).toBe('');
+      expect(r.status).toBe(0);
+      const onDisk = readFileSync(file);
+      expect(onDisk.equals(pattern(sectors, size))).toBe(true);
+      const m =
+        /^petrel-canary blk sectors=(\d+) sector_size=(\d+) checksum=0x([0-9a-f]+) eof_ret=(-?\d+)$/m.exec(
+          r.stdout,
+        );
+      expect(m?.slice(1, 3)).toEqual([String(sectors), String(size)]);
+      expect(`0x${m?.[3]}`).toBe(fnv1a(onDisk));
+      // A read at the capacity is refused by the tender with EINVAL (2), and the guest goes on.
+      expect(m?.[4]).toBe('2');
+    },
+    70_000,
+  );
 });
