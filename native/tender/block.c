@@ -9,17 +9,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "hypercalls.h"
 #include "util.h"
 
 #define PATH_MAX_WORD 4096
-
-static int declared(const struct manifest *m, const char *name)
-{
-    int i = manifest_find(m, name, MFT_BLOCK_BASIC);
-    if (i < 0)
-        warn_msg("Resource not declared in manifest: '%s'", name);
-    return i;
-}
 
 bool block_option(const char *word, const struct manifest *m)
 {
@@ -32,7 +25,7 @@ bool block_option(const char *word, const struct manifest *m)
         char path[PATH_MAX_WORD + 1];
         if (scan_word(rest, path, PATH_MAX_WORD) == 0)
             return false;
-        int i = declared(m, name);
+        int i = device_declared(m, name, MFT_BLOCK_BASIC);
         if (i < 0)
             return false;
         /* Read-write, no locking: the daemon owns exclusivity (§3.13). A repeated
@@ -52,7 +45,7 @@ bool block_option(const char *word, const struct manifest *m)
         uint64_t size;
         if (!parse_u64(rest, &size))
             return false;
-        int i = declared(m, name);
+        int i = device_declared(m, name, MFT_BLOCK_BASIC);
         if (i < 0)
             return false;
         /* It must fit the manifest's u16 block_size, hence at most 32768. */
@@ -72,8 +65,6 @@ struct block_args {
     int32_t ret;
 };
 #define BLOCK_ARGS_SIZE 40
-#define SOLO5_R_OK 0
-#define SOLO5_R_EINVAL 2
 
 static const struct device *block_device(uint64_t handle)
 {

@@ -31,6 +31,14 @@ const char *device_name(const char *s, char name[MFT_NAME_SIZE])
     return s + n + 1;
 }
 
+int device_declared(const struct manifest *m, const char *name, uint32_t type)
+{
+    int i = manifest_find(m, name, type);
+    if (i < 0)
+        warn_msg("Resource not declared in manifest: '%s'", name);
+    return i;
+}
+
 void devices_setup(struct manifest *m)
 {
     int missing = 0, have_block = 0, have_net = 0;

@@ -37,6 +37,11 @@ bool net_option(const char *word, const struct manifest *m);
  * the hypercalls each module serves, then every declared device must be attached. */
 void devices_setup(struct manifest *m);
 
+/* The manifest index of the device NAME of this type, or -1 after printing
+ * solo5's "Resource not declared in manifest" (an undeclared name, or one
+ * declared with the other type). */
+int device_declared(const struct manifest *m, const char *name, uint32_t type);
+
 /* A device name as the option parser accepts it: [A-Za-z0-9]{1,67} before '='.
  * Returns a pointer just past the '=', or NULL. */
 const char *device_name(const char *s, char name[MFT_NAME_SIZE]);

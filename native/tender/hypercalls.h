@@ -22,6 +22,11 @@ enum {
 
 #define HC_PORT_BASE 0x500
 
+/* solo5 results in the "ret" field of an argument structure. */
+#define SOLO5_R_OK 0
+#define SOLO5_R_AGAIN 1
+#define SOLO5_R_EINVAL 2
+
 typedef void (*hypercall_fn)(const struct guest *g, uint64_t gpa);
 
 /* Modules register only when they have a device: a BLOCK_* or NET_* call

@@ -15,6 +15,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "hypercalls.h"
 #include "util.h"
 
 #define IFACE_WORD 19 /* solo5 reads at most 19 characters, then IFNAMSIZ applies */
@@ -115,14 +116,6 @@ static int parse_mac(const char *s, uint8_t mac[6])
     return 1; /* trailing text is ignored, as solo5 does */
 }
 
-static int declared(const struct manifest *m, const char *name)
-{
-    int i = manifest_find(m, name, MFT_NET_BASIC);
-    if (i < 0)
-        warn_msg("Resource not declared in manifest: '%s'", name);
-    return i;
-}
-
 bool net_option(const char *word, const struct manifest *m)
 {
     char name[MFT_NAME_SIZE];
@@ -132,7 +125,7 @@ bool net_option(const char *word, const struct manifest *m)
         char iface[IFACE_WORD + 1];
         if (scan_word(rest, iface, IFACE_WORD) == 0)
             return false;
-        int i = declared(m, name);
+        int i = device_declared(m, name, MFT_NET_BASIC);
         if (i < 0)
             return false;
         if (iface[0] == '@') {
@@ -156,7 +149,7 @@ bool net_option(const char *word, const struct manifest *m)
         uint8_t mac[6];
         if (!parse_mac(rest, mac))
             return false;
-        int i = declared(m, name);
+        int i = device_declared(m, name, MFT_NET_BASIC);
         if (i < 0)
             return false;
         memcpy(devices[i].mac, mac, 6);
@@ -168,9 +161,6 @@ bool net_option(const char *word, const struct manifest *m)
 
 /* The NET_* argument structure: handle, data, len, ret (32 bytes). */
 #define NET_ARGS_SIZE 32
-#define SOLO5_R_OK 0
-#define SOLO5_R_AGAIN 1
-#define SOLO5_R_EINVAL 2
 
 static const struct device *net_device(uint64_t handle)
 {
