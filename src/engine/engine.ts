@@ -18,12 +18,14 @@ import { err, ok, type PetrelError, type Result } from '../resources/errors.js';
 import { type Name, type Path, printName, printPath } from '../resources/name.js';
 import type { Policy } from '../resources/policy.js';
 import * as T from '../resources/tree.js';
+import type { TenderKind } from '../tender/elf.js';
 import { inflateImage } from '../tender/image.js';
 import type { TenderExit } from '../tender/process.js';
 import { createConfig, infoReply, restartArguments, upgradeState } from '../wire/shapes.js';
 import { decodeState, encodeState } from '../wire/state.js';
 import type { Command, CurrentState, Data, InfoRelease, Reply, UnikernelConfig } from '../wire/types.js';
 import { BlockCommands } from './blocks.js';
+import { publishStep } from './events.js';
 import type { EngineHost } from './host.js';
 import { unikernelInfo } from './info.js';
 import { describeExit, launch, type RunningVm, releaseHost, vmKey } from './launch.js';
@@ -47,6 +49,8 @@ export interface EngineOptions {
   readonly stopTimeoutMs?: number;
   readonly restart?: Partial<RestartOptions>;
   readonly now?: () => number;
+  /** The tenders this node runs unikernels with (`--runtimes`); default hvt and spt. */
+  readonly runtimes?: readonly TenderKind[];
 }
 
 export interface EngineRequest {
@@ -97,6 +101,7 @@ export class Engine {
   readonly #stopTimeoutMs: number;
   readonly #restart: RestartOptions;
   readonly #now: () => number;
+  readonly #runtimes: readonly TenderKind[];
   readonly #blocks: BlockCommands;
   #tree: T.Tree = T.emptyTree;
   readonly #running = new Map<string, Supervised>();
@@ -111,6 +116,7 @@ export class Engine {
     this.#stopTimeoutMs = options.stopTimeoutMs ?? 10_000;
     this.#restart = { ...DEFAULT_RESTART, ...options.restart };
     this.#now = options.now ?? Date.now;
+    this.#runtimes = options.runtimes ?? ['hvt', 'spt'];
     this.#blocks = new BlockCommands({
       host: this.#host,
       log: this.#log,
@@ -281,7 +287,9 @@ export class Engine {
     const running = this.#running.get(key);
     if (running !== undefined) {
       await this.#stop(running);
+      publishStep(key, 'stopped');
       await this.#persistLogged();
+      publishStep(key, 'state-written');
       return text(TEXT.destroyed);
     }
     if (this.#cancelPending(key)) {
@@ -304,10 +312,13 @@ export class Engine {
     if (!allocation.ok) return failure(allocation.error.message);
     const admitted = T.admitUnikernel(without.value, name, allocation.value);
     if (!admitted.ok) return failure(admitted.error.message);
-    const prepared = await prepare(this.#host, name, config);
+    const prepared = await prepare(this.#host, name, config, this.#runtimes);
     if (!prepared.ok) return failure(prepared.error.message);
+    publishStep(vmKey(name), 'validated');
 
+    publishStep(vmKey(name), 'old-stopping');
     await this.#stop(old);
+    publishStep(vmKey(name), 'old-released');
     const started = await this.#launchPrepared(prepared.value, false);
     if (started.ok) return text(TEXT.created);
 
@@ -333,8 +344,10 @@ export class Engine {
     if (!allocation.ok) return allocation;
     const admitted = T.admitUnikernel(this.#tree, name, allocation.value);
     if (!admitted.ok) return admitted;
-    const prepared = await prepare(this.#host, name, config);
+    publishStep(vmKey(name), 'planned');
+    const prepared = await prepare(this.#host, name, config, this.#runtimes);
     if (!prepared.ok) return prepared;
+    publishStep(vmKey(name), 'validated');
     return this.#launchPrepared(prepared.value, transient, persist);
   }
 
@@ -370,6 +383,7 @@ export class Engine {
     const before = this.#tree;
     this.#tree = admitted.value;
     const supervised = this.#supervise(launched.value.vm);
+    publishStep(vmKey(name), 'committed');
     if (persist && !transient) {
       const saved = await this.#persist();
       if (!saved.ok) {
@@ -382,6 +396,7 @@ export class Engine {
       }
     }
     await launched.value.undo.commit();
+    if (persist && !transient) publishStep(vmKey(name), 'state-written');
     this.#log.info(
       { name: printName(name), pid: supervised.vm.tender.pid, taps: supervised.vm.nets.map((n) => n.tap) },
       'unikernel started',

@@ -11,6 +11,7 @@ import { deriveMac, tenderArgv } from '../tender/argv.js';
 import type { TenderExit, TenderProcess } from '../tender/process.js';
 import { parseMac } from '../wire/config.js';
 import type { MacAddress } from '../wire/types.js';
+import { publishStep } from './events.js';
 import type { EngineHost } from './host.js';
 import { blockLabel, hostBridge, type Prepared, type VmName } from './prepare.js';
 import { TEXT } from './replies.js';
@@ -79,10 +80,13 @@ export async function launch(
   const image = await host.writeImage(name, prepared.image);
   if (!image.ok) return fail(image.error);
   const imagePath = undo.add('image', image.value);
+  const key = printName(name);
+  publishStep(key, 'image-written');
 
   const fifo = await host.makeFifo(name);
   if (!fifo.ok) return fail(fifo.error);
   const fifoPath = undo.add('fifo', fifo.value);
+  publishStep(key, 'fifo-made');
 
   const nets: NetAttachment[] = [];
   for (const net of config.bridges) {
@@ -96,11 +100,13 @@ export async function launch(
       tap: undo.add(`tap on ${hostBridge(net)}`, tap.value),
       mac: typeof mac === 'string' ? mac : mac.value,
     });
+    publishStep(key, 'tap-created');
   }
 
   const reader = await host.openConsole(fifoPath, (lines, at) => hub.publish(name, lines, at));
   if (!reader.ok) return fail({ ...reader.error, message: TEXT.consoleFailed });
   undo.push('console', async () => reader.value.close());
+  publishStep(key, 'console-opened');
   hub.attach(name, ctx.consoleLimit);
   undo.push('console registration', async () => hub.detach(name));
 
@@ -130,6 +136,7 @@ export async function launch(
     await tender.value.stop(ctx.stopTimeoutMs);
   });
   reader.value.start();
+  publishStep(key, 'tender-spawned');
 
   return ok({
     vm: {

@@ -60,6 +60,7 @@ export async function prepare(
   host: EngineHost,
   name: VmName,
   config: UnikernelConfig,
+  runtimes: readonly TenderKind[] = ['hvt', 'spt'],
 ): Promise<Result<Prepared, PetrelError>> {
   if (config.typ !== 'solo5') return err('E_UNSUPPORTED_TYPE', unsupportedType(config.typ));
   const allocation = allocationOf(config);
@@ -70,6 +71,10 @@ export async function prepare(
   if (!notes.ok) return notes;
   const kind = tenderKindOf(notes.value.abi);
   if (!kind.ok) return kind;
+  if (!runtimes.includes(kind.value)) {
+    const configured = runtimes.length === 0 ? 'none' : runtimes.join(',');
+    return err('E_RUNTIME', `this node does not run ${kind.value} unikernels (--runtimes ${configured})`);
+  }
   const tender = await host.findTender(kind.value, notes.value.abi.version);
   if (!tender.ok) return tender;
   const devices = checkManifestDevices(notes.value.devices, {

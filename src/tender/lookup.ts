@@ -24,15 +24,20 @@ export interface LookupOptions {
 
 export type LookupError = PetrelError<'E_TENDER_MISSING'>;
 
-/** `<package root>/native/build/petrel-hvt`, found by walking up to the nearest package.json. */
-export function bundledHvtPath(): string | null {
+/** `<package root>/native/build/<file>`, the package root found by walking up to package.json. */
+export function bundledNativePath(file: string): string | null {
   let dir = path.dirname(fileURLToPath(import.meta.url));
   for (;;) {
-    if (existsSync(path.join(dir, 'package.json'))) return path.join(dir, 'native', 'build', 'petrel-hvt');
+    if (existsSync(path.join(dir, 'package.json'))) return path.join(dir, 'native', 'build', file);
     const parent = path.dirname(dir);
     if (parent === dir) return null;
     dir = parent;
   }
+}
+
+/** `<package root>/native/build/petrel-hvt`. */
+export function bundledHvtPath(): string | null {
+  return bundledNativePath('petrel-hvt');
 }
 
 /** A regular file (after symlinks) that this process may execute. */

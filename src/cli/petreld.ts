@@ -1,0 +1,83 @@
+#!/usr/bin/env node
+// The `petreld` daemon executable: `petreld [flags]` starts the daemon (probe, preflight, canary,
+// ready for clients); `petreld check [flags]` runs the probe and preflight only.
+
+import pino from 'pino';
+import { configHelp, loadConfig } from '../daemon/config.js';
+import { createDaemon } from '../daemon/daemon.js';
+import { checkHost, formatChecks, preflightError } from '../daemon/preflight.js';
+
+/** Exit statuses by failure kind, so service managers and scripts can tell them apart. */
+const EXIT = { OK: 0, FAILED: 1, CONFIG: 2, PREFLIGHT: 3, CANARY: 4 } as const;
+
+const USAGE = `usage: petreld [check] [--config FILE] [flags]
+
+  petreld          probe the host, refuse to start naming anything the configured runtimes
+                   need and the host lacks, restore the state, boot the canary, serve clients
+  petreld check    probe and print the preflight table (PASS/FAIL/WARN with fix hints);
+                   exits 3 when a required check fails
+
+examples:
+  petreld --state-dir ./state --run-dir ./run
+  petreld --config /etc/petrel/petreld.toml --tls-listen [::]:1025
+  petreld check --runtimes hvt,spt
+
+`;
+
+async function main(argv: readonly string[]): Promise<number> {
+  const loaded = await loadConfig(argv);
+  if (!loaded.ok) {
+    process.stderr.write(`petreld: ${loaded.error.message}\n`);
+    return EXIT.CONFIG;
+  }
+  const { config, positionals, help } = loaded.value;
+  if (help) {
+    process.stdout.write(USAGE + configHelp());
+    return EXIT.OK;
+  }
+  const [mode, ...extra] = positionals;
+  if (extra.length > 0 || (mode !== undefined && mode !== 'check')) {
+    process.stderr.write(`petreld: unexpected argument ${JSON.stringify(mode ?? extra[0])}\n\n${USAGE}`);
+    return EXIT.CONFIG;
+  }
+  if (mode === 'check') {
+    const { results } = await checkHost(config);
+    process.stdout.write(formatChecks(results));
+    return preflightError(results) === null ? EXIT.OK : EXIT.PREFLIGHT;
+  }
+
+  const log = pino({ level: config.logLevel, base: { pid: process.pid } });
+  const daemon = createDaemon({ config, log });
+  const started = await daemon.start();
+  if (!started.ok) {
+    log.fatal({ code: started.error.code }, started.error.message);
+    process.stderr.write(`petreld: ${started.error.message}\n`);
+    return started.error.code === 'E_PREFLIGHT'
+      ? EXIT.PREFLIGHT
+      : started.error.code === 'E_CANARY'
+        ? EXIT.CANARY
+        : EXIT.FAILED;
+  }
+  return new Promise<number>((resolve) => {
+    let stopping = false;
+    const shutdown = (signal: string) => {
+      if (stopping) return;
+      stopping = true;
+      log.info(
+        { signal },
+        'stopping: every unikernel is stopped; the state file keeps them for the next start',
+      );
+      daemon.stop().then(
+        () => resolve(EXIT.OK),
+        (e: unknown) => {
+          log.error({ reason: String(e) }, 'shutdown failed');
+          resolve(EXIT.FAILED);
+        },
+      );
+    };
+    process.once('SIGTERM', () => shutdown('SIGTERM'));
+    process.once('SIGINT', () => shutdown('SIGINT'));
+  });
+}
+
+process.exitCode = await main(process.argv.slice(2));

@@ -1,0 +1,223 @@
+// The composition root of petreld: probe and preflight (hard-fail naming what is missing), the
+// engine restored from the state file, the local sockets, the TLS endpoint, the boot canary,
+// then `ready`. Built separately from the CLI so tests start daemons in-process.
+
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
+import type { Logger } from 'pino';
+import { ConsoleHub } from '../console/hub.js';
+import { Engine } from '../engine/engine.js';
+import { createHost } from '../engine/host.js';
+import { writeFileAtomic } from '../host/files.js';
+import { err, ok, type PetrelError, type Result } from '../resources/errors.js';
+import { MAX_VMS, makePolicy, type Policy } from '../resources/policy.js';
+import { bundledNativePath } from '../tender/lookup.js';
+import { type CapabilityReport, type ProbeOptions, probeHost } from '../tender/probe.js';
+import { createTlsEndpoint, type TlsEndpoint } from '../tls/endpoint.js';
+import { type CanaryResult, runCanary } from './canary.js';
+import type { PetrelConfig } from './config.js';
+import { type CheckResult, preflight, preflightError, probeOptions } from './preflight.js';
+import { type LocalSockets, listenLocalSockets } from './sockets.js';
+
+export interface DaemonOptions {
+  readonly config: PetrelConfig;
+  readonly log: Logger;
+  /** The boot canary image. Default `native/build/canary.hvt` of this package. */
+  readonly canaryImage?: string;
+  /** Network namespace for taps, bridges and tenders (tests). */
+  readonly netns?: string;
+  /**
+   * The host probe. Default: the real one (src/tender/probe.ts). Tests on hosts without KVM
+   * wrap it to stand in for /dev/kvm, together with the fake-kvm tender.
+   */
+  readonly probe?: (options: ProbeOptions) => Promise<CapabilityReport>;
+}
+
+export interface StartReport {
+  readonly checks: readonly CheckResult[];
+  readonly report: CapabilityReport;
+  readonly canary: CanaryResult | null;
+  readonly restored: {
+    readonly started: readonly string[];
+    readonly failed: readonly { name: string; reason: string }[];
+  };
+  readonly tls: { readonly address: string; readonly port: number } | null;
+  /** Process start (or `start()` call) to ready, ms. */
+  readonly readyMs: number;
+}
+
+export interface Daemon {
+  readonly engine: Engine;
+  readonly hub: ConsoleHub;
+  start(): Promise<Result<StartReport, PetrelError>>;
+  stop(): Promise<void>;
+}
+
+/** The policy of `:` describes this host (albatross-semantics.md §4.6): what the probe found. */
+export function rootPolicy(report: CapabilityReport): Result<Policy, PetrelError> {
+  return makePolicy({
+    vms: MAX_VMS,
+    cpuids: Array.from({ length: report.cpus }, (_, i) => i),
+    memory: report.memoryMiB,
+    block: report.blockStorageMiB,
+    bridges: report.bridges.map((b) => b.name),
+  });
+}
+
+export function createDaemon(options: DaemonOptions): Daemon {
+  const { config, log } = options;
+  const hub = new ConsoleHub({ maxSubscribers: config.maxSubscribers, log });
+  const host = createHost({
+    runDir: config.runDir,
+    stateDir: config.stateDir,
+    tapPrefix: config.tapPrefix,
+    stopTimeoutMs: config.stopTimeout,
+    tenders: {
+      ...(config.tenderHvt === null ? {} : { hvt: config.tenderHvt }),
+      ...(config.tenderSpt === null ? {} : { spt: config.tenderSpt }),
+    },
+    ...(options.netns === undefined ? {} : { netns: options.netns }),
+  });
+  const engine = new Engine({
+    host,
+    hub,
+    log,
+    stopTimeoutMs: config.stopTimeout,
+    runtimes: config.runtimes,
+    restart: {
+      backoffBaseMs: config.restartBackoffBase,
+      backoffMaxMs: config.restartBackoffMax,
+      stableAfterMs: config.restartStableAfter,
+      maxCount: config.restartMaxCount,
+      windowMs: config.restartWindow,
+    },
+  });
+  let sockets: LocalSockets | null = null;
+  let tls: TlsEndpoint | null = null;
+
+  async function stop(): Promise<void> {
+    await tls?.close();
+    tls = null;
+    await sockets?.close();
+    sockets = null;
+    await engine.shutdown();
+  }
+
+  async function start(): Promise<Result<StartReport, PetrelError>> {
+    const began = performance.now();
+    const probe = options.probe ?? probeHost;
+    const report = await probe(
+      probeOptions(config, options.netns === undefined ? {} : { netns: options.netns }),
+    );
+    const results = await preflight(config, report);
+    for (const check of results) {
+      log.info({ check: check.name, status: check.status, detail: check.detail }, 'preflight');
+    }
+    const fatal = preflightError(results);
+    if (fatal !== null) return { ok: false, error: fatal };
+
+    const root = rootPolicy(report);
+    if (!root.ok) return root;
+    const restored = await engine.restore(root.value);
+    if (!restored.ok) return restored;
+    for (const line of restored.value.cleaned) log.info({ leftover: line }, 'start-up cleanup');
+
+    sockets = await listenLocalSockets({
+      runDir: config.runDir,
+      engine,
+      hub,
+      log,
+      maxFrameBytes: config.maxFrameBytes,
+      maxSubscriberQueue: config.maxSubscriberQueue,
+    });
+
+    let tlsAddress: StartReport['tls'] = null;
+    if (config.tlsListen !== null) {
+      const opened = await openTls(config, log);
+      if (!opened.ok) {
+        await stop();
+        return opened;
+      }
+      tls = opened.value;
+      const address = await tls.listen();
+      tlsAddress = { address: address.address, port: address.port };
+    }
+
+    let canary: CanaryResult | null = null;
+    if (config.runtimes.includes('hvt')) {
+      const image = options.canaryImage ?? bundledNativePath('canary.hvt');
+      if (image === null) {
+        await stop();
+        return err('E_CANARY', 'boot canary failed: the canary image canary.hvt is not installed');
+      }
+      const booted = await runCanary({ engine, hub, image, deadlineMs: config.canaryDeadline });
+      if (!booted.ok) {
+        await stop();
+        return booted;
+      }
+      canary = booted.value;
+      log.info({ bootMs: canary.bootMs, tenderPeakRssKiB: canary.tenderPeakRssKiB }, 'boot canary ran');
+    }
+
+    const node = await writeFileAtomic(
+      path.join(config.runDir, 'node.json'),
+      Buffer.from(`${JSON.stringify({ report, canary }, null, 2)}\n`),
+      { mode: 0o644 },
+    );
+    if (!node.ok) {
+      await stop();
+      return node;
+    }
+    const readyMs = Math.round(performance.now() - began);
+    log.info(
+      {
+        readyMs,
+        started: restored.value.started.length,
+        failed: restored.value.failed.length,
+        tls: tlsAddress,
+      },
+      'petreld ready',
+    );
+    return ok({
+      checks: results,
+      report,
+      canary,
+      restored: { started: restored.value.started, failed: restored.value.failed },
+      tls: tlsAddress,
+      readyMs,
+    });
+  }
+
+  return { engine, hub, start, stop };
+}
+
+async function openTls(config: PetrelConfig, log: Logger): Promise<Result<TlsEndpoint, PetrelError>> {
+  if (
+    config.tlsCa === null ||
+    config.tlsCert === null ||
+    config.tlsKey === null ||
+    config.tlsListen === null
+  ) {
+    return err('E_CONFIG', 'tlsListen needs tlsCa, tlsCert and tlsKey');
+  }
+  const [ca, cert, key] = await Promise.all(
+    [config.tlsCa, config.tlsCert, config.tlsKey].map((f) => readFile(f)),
+  );
+  const endpoint = createTlsEndpoint({
+    ca: ca as Buffer,
+    cert: cert as Buffer,
+    key: key as Buffer,
+    sockets: {
+      vmmd: path.join(config.runDir, 'util', 'vmmd.sock'),
+      console: path.join(config.runDir, 'util', 'console.sock'),
+      stats: path.join(config.runDir, 'util', 'stat.sock'),
+    },
+    host: config.tlsListen.host,
+    port: config.tlsListen.port,
+    maxFrameBytes: config.maxFrameBytes,
+    maxPendingHandshakes: config.maxPendingHandshakes,
+    handshakeTimeoutMs: config.handshakeTimeout,
+    logger: log,
+  });
+  return endpoint;
+}

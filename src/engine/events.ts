@@ -1,0 +1,34 @@
+// Lifecycle events of engine transactions on a diagnostics channel (as undici publishes its
+// request lifecycle): logs, metrics and the crash-safety tests subscribe; nothing is published
+// when nobody listens.
+
+import diagnostics from 'node:diagnostics_channel';
+
+export const TRANSACTION_CHANNEL = 'petrel:transaction';
+
+/** The points of a transaction, in order; crash tests kill the daemon at each of them. */
+export type TransactionStep =
+  | 'planned'
+  | 'validated'
+  | 'image-written'
+  | 'fifo-made'
+  | 'tap-created'
+  | 'console-opened'
+  | 'tender-spawned'
+  | 'committed'
+  | 'old-stopping'
+  | 'old-released'
+  | 'stopped'
+  | 'state-written';
+
+export interface TransactionEvent {
+  /** The unikernel's name string. */
+  readonly name: string;
+  readonly step: TransactionStep;
+}
+
+const channel = diagnostics.channel(TRANSACTION_CHANNEL);
+
+export function publishStep(name: string, step: TransactionStep): void {
+  if (channel.hasSubscribers) channel.publish({ name, step } satisfies TransactionEvent);
+}

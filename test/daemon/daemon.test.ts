@@ -1,0 +1,183 @@
+// petreld in-process: preflight, restore, sockets and the boot canary, then local clients.
+import { existsSync } from 'node:fs';
+import { chmod, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import pino from 'pino';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { buildConfig } from '../../src/daemon/config.js';
+import { createDaemon, type Daemon } from '../../src/daemon/daemon.js';
+import { unwrap } from '../../src/resources/errors.js';
+import { makePolicy } from '../../src/resources/policy.js';
+import { type ProbeOptions, probeHost } from '../../src/tender/probe.js';
+import { build, canaryImage, kvmUsable, testTender } from '../engine/guest.js';
+import { canaryConfig, makeNetns } from '../engine/harness.js';
+import { commandFrame, open, request, said } from './client.js';
+
+/**
+ * On a host without /dev/kvm, the probe's kvm answer is replaced (a TEST DOUBLE, matching the
+ * fake-kvm tender the engine tests use); with KVM the real probe runs unchanged.
+ */
+const probe = async (options: ProbeOptions) => {
+  const report = await probeHost(options);
+  if (kvmUsable) return report;
+  const { kvm: _absent, ...problems } = report.problems;
+  return { ...report, kvm: true, problems };
+};
+
+let dir: string;
+let netns: ReturnType<typeof makeNetns>;
+let daemon: Daemon | undefined;
+
+beforeEach(async () => {
+  dir = await mkdtemp(path.join(tmpdir(), 'petreld-'));
+  netns = makeNetns();
+});
+afterEach(async () => {
+  await daemon?.stop();
+  daemon = undefined;
+  netns.destroy();
+  await rm(dir, { recursive: true, force: true });
+});
+
+async function start(extra: Record<string, string> = {}, canary = canaryImage) {
+  const tender = extra.tenderHvt ?? (await testTender(dir));
+  const config = unwrap(
+    buildConfig({
+      flags: {
+        stateDir: path.join(dir, 'state'),
+        runDir: path.join(dir, 'run'),
+        tenderHvt: tender,
+        canaryDeadline: '3s',
+        stopTimeout: '2s',
+        ...extra,
+      },
+    }),
+  );
+  daemon = createDaemon({
+    config,
+    log: pino({ level: process.env.PETREL_TEST_LOG ?? 'silent' }),
+    netns: netns.name,
+    probe,
+    canaryImage: canary,
+  });
+  return daemon.start();
+}
+
+const sock = (name: string) => path.join(dir, 'run', 'util', name);
+
+describe('petreld start-up', () => {
+  it('passes preflight, boots the canary, writes node.json and serves the local sockets', async () => {
+    const started = unwrap(await start());
+    expect(started.canary?.bootMs).toBeGreaterThan(0);
+    expect(started.readyMs).toBeGreaterThan(0);
+    const node = JSON.parse(await readFile(path.join(dir, 'run', 'node.json'), 'utf8'));
+    expect(node.canary.bootMs).toBe(started.canary?.bootMs);
+    expect(node.report.tun).toBe(true);
+    // The canary is gone and was never persisted.
+    expect(daemon?.engine.running).toEqual([]);
+    expect(existsSync(path.join(dir, 'state', 'state'))).toBe(true);
+    const state = await readFile(path.join(dir, 'state', 'state'));
+    expect(state.includes(Buffer.from('petrel-canary'))).toBe(false);
+
+    const policy = unwrap(makePolicy({ vms: 2, memory: 64, cpuids: [0], block: null, bridges: [] }));
+    // policy add keeps the connection for the next command (semantics §2.2)
+    const session = open(sock('vmmd.sock'), commandFrame('alice:', { type: 'policy-add', policy }));
+    await session.waitFor(1);
+    session.write(
+      commandFrame('alice:vm', {
+        type: 'unikernel-create',
+        force: false,
+        release: '2.7',
+        config: await canaryConfig(canaryImage, ['wait', 'hi']),
+      }),
+    );
+    await session.closed;
+    expect(session.messages.map(said)).toEqual(['added policy', 'created unikernel']);
+
+    const watch = open(
+      sock('console.sock'),
+      commandFrame('alice:vm', {
+        type: 'console-subscribe',
+        release: '2.1',
+        select: { kind: 'count', count: 10 },
+      }),
+    );
+    await watch.waitFor(2);
+    expect(said(watch.messages[0])).toBe('subscribed');
+    const lines = () =>
+      watch.messages.flatMap((m) =>
+        m.payload.kind === 'data' && m.payload.data.type === 'console'
+          ? [Buffer.from(m.payload.data.line).toString()]
+          : [],
+      );
+    const deadline = Date.now() + 5000;
+    while (!lines().includes('petrel-canary hi') && Date.now() < deadline)
+      await new Promise((r) => setTimeout(r, 50));
+    expect(lines()).toContain('petrel-canary hi');
+    // Data frames carry the full name and sequence 0.
+    expect(watch.messages[1]?.header.sequence).toBe(0n);
+    watch.close();
+
+    const info = await request(sock('vmmd.sock'), 'alice:', { type: 'unikernel-info', release: '2.7' });
+    expect(
+      info[0]?.payload.kind === 'reply' &&
+        info[0].payload.reply.type === 'unikernel-info' &&
+        info[0].payload.reply.entries.map((e) => e.name.label),
+    ).toEqual(['vm']);
+    expect((await request(sock('vmmd.sock'), 'alice:vm', { type: 'unikernel-destroy' })).map(said)).toEqual([
+      'destroyed unikernel',
+    ]);
+    expect(
+      (await request(sock('console.sock'), 'alice:', { type: 'console-list-inactive' }))[0]?.payload,
+    ).toMatchObject({ kind: 'reply', reply: { type: 'consoles' } });
+  });
+
+  it('refuses to start when the canary image is corrupt', async () => {
+    const bad = path.join(dir, 'corrupt.hvt');
+    await writeFile(bad, 'not an ELF');
+    const started = await start({}, bad);
+    expect(started.ok).toBe(false);
+    if (!started.ok) expect(started.error.message).toMatch(/^boot canary failed: .*image/);
+    expect(existsSync(path.join(dir, 'run', 'node.json'))).toBe(false);
+  });
+
+  it('refuses to start when the tender hangs past the deadline', async () => {
+    const hang = path.join(dir, 'hang-hvt');
+    await writeFile(
+      hang,
+      `#!/bin/sh\ncase "$1" in --version) exec '${build}/petrel-hvt' --version;; esac\nexec sleep 30\n`,
+    );
+    await chmod(hang, 0o755);
+    const started = await start({ tenderHvt: hang, canaryDeadline: '500ms' });
+    expect(started.ok).toBe(false);
+    if (!started.ok)
+      expect(started.error.message).toBe(
+        'boot canary failed: no "petrel-canary <nonce>" line within 500 ms (no console output)',
+      );
+  });
+
+  it('refuses to start when the console line does not carry the nonce', async () => {
+    const liar = path.join(dir, 'liar-hvt');
+    await writeFile(
+      liar,
+      `#!/bin/sh\ncase "$1" in --version) exec '${build}/petrel-hvt' --version;; esac\necho petrel-canary 0000000000000000\nexec sleep 30\n`,
+    );
+    await chmod(liar, 0o755);
+    const started = await start({ tenderHvt: liar, canaryDeadline: '500ms' });
+    expect(started.ok).toBe(false);
+    if (!started.ok) expect(started.error.message).toContain('not carrying the nonce');
+  });
+
+  it('a node with runtimes none boots no canary and refuses to host unikernels', async () => {
+    const started = unwrap(await start({ runtimes: 'none' }));
+    expect(started.canary).toBeNull();
+    const replies = await request(sock('vmmd.sock'), ':vm', {
+      type: 'unikernel-create',
+      force: false,
+      release: '2.7',
+      config: await canaryConfig(canaryImage, ['wait', 'x']),
+    });
+    expect(replies.map(said)).toEqual(['Failure: this node does not run hvt unikernels (--runtimes none)']);
+  });
+});
