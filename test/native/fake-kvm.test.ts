@@ -15,6 +15,7 @@ import {
   canaryBlk,
   canaryNet,
   fakeKvmEnv,
+  gone,
   type Outcome,
   type Running,
   requireBuilt,
@@ -23,6 +24,7 @@ import {
   start,
   tapPeer,
   tender,
+  underShell,
 } from './native.js';
 import { canMakeNetns, createNetns, type Netns } from './netns.js';
 
@@ -43,6 +45,13 @@ interface Scripted extends Outcome {
   dump: Map<string, string>;
 }
 
+/** The fake's variables as NAME=value words, for `env` inside the namespace (ip netns exec keeps no LD_PRELOAD of ours). */
+function fakeVars(env: NodeJS.ProcessEnv): string[] {
+  return Object.entries(env)
+    .filter(([k]) => k.startsWith('FAKEKVM_') || k === 'LD_PRELOAD')
+    .map(([k, v]) => `${k}=${v}`);
+}
+
 /** Runs the tender against the fake with a script; returns its outcome, log and dump. */
 function scripted(args: readonly string[], script: readonly string[], via?: Netns): Scripted {
   const log = join(dir, `log-${serial}`);
@@ -50,8 +59,7 @@ function scripted(args: readonly string[], script: readonly string[], via?: Netn
   const env = fakeKvmEnv(script.join(';'), { log, dump });
   let r: Outcome;
   if (via) {
-    const vars = ['LD_PRELOAD', 'FAKEKVM_SCRIPT', 'FAKEKVM_LOG', 'FAKEKVM_DUMP'].map((k) => `${k}=${env[k]}`);
-    const [cmd, full] = via.wrap('env', [...vars, tender, ...args]);
+    const [cmd, full] = via.wrap('env', [...fakeVars(env), tender, ...args]);
     r = runSync(cmd, full);
   } else {
     r = runSync(tender, args, 20_000, env);
@@ -343,17 +351,19 @@ describe('how a run ends (§3.17, §1.9, §1.11)', () => {
   });
 
   it('the death of its parent ends a running tender', async () => {
-    const env = fakeKvmEnv('puts,ready\\n;sleep;halt,0');
-    const shell = start('sh', ['-c', '"$0" "$@" & echo "pid $!"; wait', tender, '--mem=2', canary], { env });
+    const { shell, tenderPid } = await underShell(
+      ['--mem=2', canary],
+      fakeKvmEnv('puts,ready\\n;sleep;halt,0'),
+    );
     running.push(shell);
-    await shell.waitFor('ready\n');
-    const pid = Number(/^pid (\d+)$/m.exec(shell.stdout())?.[1]);
-    process.kill(shell.pid, 'SIGKILL');
-    await shell.exited;
-    const until = performance.now() + 1000;
-    while (alive(pid) && performance.now() < until) await sleep(5);
-    if (alive(pid)) process.kill(pid, 'SIGKILL');
-    expect(alive(pid)).toBe(false);
+    try {
+      await shell.waitFor('ready\n');
+      process.kill(shell.pid, 'SIGKILL');
+      await shell.exited;
+      expect(await gone(tenderPid, 1000)).toBe(true);
+    } finally {
+      if (alive(tenderPid)) process.kill(tenderPid, 'SIGKILL');
+    }
   });
 });
 
@@ -399,17 +409,8 @@ describe.skipIf(!canMakeNetns)('network I/O on a real tap (§3.11, §3.14)', () 
   });
 
   it('POLL wakes for a frame from the peer; NET_READ returns it whole', async () => {
-    const t = start(
-      ...ns.wrap('env', [
-        ...Object.entries(
-          fakeKvmEnv('puts,ready\\n;poll,10000000000;nr,1,2048;halt,0', { log: join(dir, 'poll.log') }),
-        )
-          .filter(([k]) => k.startsWith('FAKEKVM') || k === 'LD_PRELOAD')
-          .map(([k, v]) => `${k}=${v}`),
-        tender,
-        ...args,
-      ]),
-    );
+    const env = fakeKvmEnv('puts,ready\\n;poll,10000000000;nr,1,2048;halt,0', { log: join(dir, 'poll.log') });
+    const t = start(...ns.wrap('env', [...fakeVars(env), tender, ...args]));
     running.push(t);
     await t.waitFor('ready\n');
     const out = `${GUEST.replaceAll(':', '')}020000000001${'88b5'}${'cd'.repeat(46)}`;

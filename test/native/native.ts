@@ -180,3 +180,30 @@ export function expectLateFailure(args: readonly string[], message: string): Out
   expectFailure(r, message);
   return r;
 }
+
+/** Resolves true once the process is gone (or a zombie), false if it is still alive after withinMs. */
+export async function gone(pid: number, withinMs: number): Promise<boolean> {
+  const until = performance.now() + withinMs;
+  while (alive(pid) && performance.now() < until) await sleep(5);
+  return !alive(pid);
+}
+
+/**
+ * Runs the tender as the child of a shell the test can kill, to test the parent-death signal.
+ * The shell prints "pid N" (the tender's PID), then waits; the tender's stdout is the shell's.
+ * The caller must end both: the shell is a Running, the tender a PID (no longer our child once
+ * the shell is dead).
+ */
+export async function underShell(
+  args: readonly string[],
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<{ shell: Running; tenderPid: number }> {
+  const shell = start('sh', ['-c', '"$0" "$@" & echo "pid $!"; wait', tender, ...args], { env });
+  await shell.waitFor('\n');
+  const m = /^pid (\d+)$/m.exec(shell.stdout());
+  if (!m) {
+    shell.stop();
+    throw new Error(`no tender PID from the shell: ${shell.stdout()}`);
+  }
+  return { shell, tenderPid: Number(m[1]) };
+}

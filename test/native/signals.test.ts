@@ -11,7 +11,17 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { kvmUsable } from './kvm.js';
-import { alive, canary, type Running, requireBuilt, sleep, start, tender } from './native.js';
+import {
+  alive,
+  canary,
+  gone,
+  type Running,
+  requireBuilt,
+  sleep,
+  start,
+  tender,
+  underShell,
+} from './native.js';
 
 let dir: string;
 let fifo: string;
@@ -45,26 +55,12 @@ async function blockedInOpen(pid: number): Promise<void> {
   throw new Error(`process ${pid} never blocked in open`);
 }
 
-async function gone(pid: number, withinMs: number): Promise<boolean> {
-  const until = performance.now() + withinMs;
-  while (performance.now() < until) {
-    if (!alive(pid)) return true;
-    await sleep(5);
-  }
-  return !alive(pid);
-}
-
-/**
- * Runs the tender as the child of a shell the test can kill: the shell prints the tender's PID,
- * then waits. The tender's stdout is the shell's.
- */
-async function underShell(args: readonly string[]): Promise<{ shell: Running; tenderPid: number }> {
-  const shell = start('sh', ['-c', '"$0" "$@" & echo "pid $!"; wait', tender, ...args]);
-  running.push(shell);
-  await shell.waitFor('\n');
-  const pid = Number(/^pid (\d+)$/m.exec(shell.stdout())?.[1]);
-  orphans.push(pid);
-  return { shell, tenderPid: pid };
+/** The tender under a killable shell; both are ended after the test. */
+async function tenderUnderShell(args: readonly string[]): Promise<{ shell: Running; tenderPid: number }> {
+  const r = await underShell(args);
+  running.push(r.shell);
+  orphans.push(r.tenderPid);
+  return r;
 }
 
 describe('before the handler is installed (step 4)', () => {
@@ -78,7 +74,7 @@ describe('before the handler is installed (step 4)', () => {
   });
 
   it('the death of its parent ends the tender (parent-death signal set first thing)', async () => {
-    const { shell, tenderPid } = await underShell(['--mem=2', fifo]);
+    const { shell, tenderPid } = await tenderUnderShell(['--mem=2', fifo]);
     await blockedInOpen(tenderPid);
     process.kill(shell.pid, 'SIGKILL');
     await shell.exited;
@@ -107,7 +103,7 @@ describe.skipIf(!kvmUsable)('with a guest running', () => {
   );
 
   it('the death of its parent ends a running tender', async () => {
-    const { shell, tenderPid } = await underShell(['--mem=2', canary, 'wait', 'ready']);
+    const { shell, tenderPid } = await tenderUnderShell(['--mem=2', canary, 'wait', 'ready']);
     await shell.waitFor('petrel-canary ready\n');
     process.kill(shell.pid, 'SIGKILL');
     await shell.exited;
