@@ -120,6 +120,9 @@ interface Candidate {
   readonly isAnchor: boolean;
 }
 
+/** Partial paths the search may extend before it gives up. */
+const SEARCH_BUDGET = 256;
+
 /** Failures found while searching, ranked so the most telling one is reported. */
 const RANK = { noIssuer: 0, badSignature: 1, pathCheck: 2 } as const;
 
@@ -164,6 +167,7 @@ class PathSearch {
   /** Memoized "is cert i signed by the key of j" (j = -1: the trust anchor). */
   readonly #signatures = new Map<string, Promise<boolean>>();
   #failure: { error: TlsError; rank: number } | null = null;
+  #budget = SEARCH_BUDGET;
 
   constructor(certs: readonly Candidate[], anchor: TrustAnchor, now: Date) {
     this.#certs = certs;
@@ -181,12 +185,21 @@ class PathSearch {
 
   /** Depth-first: returns the first path (indices into the presented list) that passes every check. */
   async walk(path: readonly number[]): Promise<readonly number[] | null> {
+    // Same-named, same-keyed certificates could otherwise make the search factorial.
+    if (--this.#budget < 0) {
+      this.#record(tlsError('E_TLS_UNTRUSTED', 'too many candidate paths'), RANK.pathCheck + 1);
+      return null;
+    }
     const last = this.#certs[path.at(-1) as number] as Candidate;
     if (last.isAnchor) return this.#complete(path);
+    // A name match whose signature fails is a look-alike; a linked issuer that led nowhere has
+    // recorded its own failure further up.
     let nameMatched = false;
+    let linked = false;
     if (last.cert.issuer === this.#anchor.certificate.subject) {
       nameMatched = true;
       if (await this.#signedBy(path.at(-1) as number, -1)) {
+        linked = true;
         const sent = this.#certs.findIndex((c, i) => c.isAnchor && !path.includes(i));
         const done = await this.#complete(sent === -1 ? path : [...path, sent]);
         if (done !== null) return done;
@@ -196,9 +209,11 @@ class PathSearch {
       if (path.includes(j) || candidate.isAnchor || candidate.cert.subject !== last.cert.issuer) continue;
       nameMatched = true;
       if (!(await this.#signedBy(path.at(-1) as number, j))) continue;
+      linked = true;
       const done = await this.walk([...path, j]);
       if (done !== null) return done;
     }
+    if (linked) return null;
     if (nameMatched) {
       const what = `the signature of ${last.cert.subject} is not verified by the key of any certificate named ${last.cert.issuer}`;
       this.#record(tlsError('E_TLS_SIGNATURE', what), RANK.badSignature);

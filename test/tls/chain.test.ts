@@ -169,6 +169,20 @@ describe('refused paths', () => {
     );
   });
 
+  it('many same-named certificates sharing one key do not make the search explode', async () => {
+    const { generateKey } = await import('../../src/tls/keys.js');
+    const key = await generateKey('ed25519');
+    const loops = await Promise.all(Array.from({ length: 8 }, () => forge({ key, cn: 'x' })));
+    const client = await leaf(loops[0] as Issuer, 'web');
+    const started = Date.now();
+    const error = await refused([
+      client.chain[0] as x509.X509Certificate,
+      ...loops.map((l) => l.chain[0] as x509.X509Certificate),
+    ]);
+    expect(error.code).toBe('E_TLS_UNTRUSTED');
+    expect(Date.now() - started).toBeLessThan(5000);
+  });
+
   it('no certificate, or one that does not parse', async () => {
     expect((await refused([])).code).toBe('E_TLS_NO_CERTIFICATE');
     expect((await refused([new Uint8Array([0x30, 0x03, 1, 2, 3])])).code).toBe('E_TLS_CERT_INVALID');
