@@ -42,20 +42,73 @@ export interface FrameReaderOptions {
   readonly maxFrame?: number;
 }
 
+/** Pieces smaller than this are copied into a staging buffer instead of being held by reference. */
+const SMALL_PIECE = 16 * 1024;
+const STAGE_SIZE = 64 * 1024;
+
+/**
+ * The payload of one frame while it arrives: large pieces are kept by reference and small ones
+ * copied into staging buffers, so the frame is copied once when complete (or not at all when
+ * one piece holds it) and the bookkeeping stays small even when the peer sends single bytes.
+ */
+class Assembly {
+  readonly need: number;
+  received = 0;
+  readonly #parts: Uint8Array[] = [];
+  #stage: Uint8Array | null = null;
+  #stageFill = 0;
+
+  constructor(need: number) {
+    this.need = need;
+  }
+
+  add(piece: Uint8Array): void {
+    if (piece.length >= SMALL_PIECE) {
+      this.#flush();
+      this.#parts.push(piece);
+    } else {
+      if (this.#stage === null || this.#stageFill + piece.length > this.#stage.length) {
+        this.#flush();
+        this.#stage = new Uint8Array(Math.min(STAGE_SIZE, this.need - this.received));
+      }
+      this.#stage.set(piece, this.#stageFill);
+      this.#stageFill += piece.length;
+    }
+    this.received += piece.length;
+  }
+
+  #flush(): void {
+    if (this.#stage !== null && this.#stageFill > 0)
+      this.#parts.push(this.#stage.subarray(0, this.#stageFill));
+    this.#stage = null;
+    this.#stageFill = 0;
+  }
+
+  payload(): Uint8Array {
+    this.#flush();
+    if (this.#parts.length === 1) return this.#parts[0] as Uint8Array;
+    const out = new Uint8Array(this.need);
+    let at = 0;
+    for (const part of this.#parts) {
+      out.set(part, at);
+      at += part.length;
+    }
+    return out;
+  }
+}
+
 /**
  * Turns stream chunks cut at arbitrary boundaries into frames. Memory held is bounded by what
- * actually arrived (a growing buffer, never the announced length up front). A frame that lies
- * inside one pushed chunk is returned as a view of that chunk without copying, so callers must not
- * reuse a chunk's memory after pushing it. After an error the reader stays failed.
+ * actually arrived, never by the announced length. A frame is returned as a view of the pushed
+ * chunk when one chunk holds it (no copy), so callers must not reuse a chunk's memory after
+ * pushing it. After an error the reader stays failed.
  */
 export class FrameReader {
   readonly #max: number;
   readonly #head = new Uint8Array(4);
   #headFill = 0;
-  /** Payload of the frame being assembled, or null while reading a length. */
-  #body: Uint8Array | null = null;
-  #bodyFill = 0;
-  #need = 0;
+  /** The frame being assembled, or null while reading a length prefix. */
+  #body: Assembly | null = null;
   /** Stream offset of the first byte of the current chunk, and of the frame in progress. */
   #consumed = 0;
   #frameStart = 0;
@@ -67,7 +120,7 @@ export class FrameReader {
 
   /** Bytes of an incomplete frame held right now (a closed stream with pending > 0 was cut short). */
   get pending(): number {
-    return this.#body === null ? this.#headFill : 4 + this.#bodyFill;
+    return this.#body === null ? this.#headFill : 4 + this.#body.received;
   }
 
   push(chunk: Uint8Array): WireResult<FrameEvent[]> {
@@ -95,10 +148,8 @@ export class FrameReader {
         }
         if (length > this.#max) {
           const what = `frame length ${length} exceeds the limit of ${this.#max} bytes`;
-          this.#failed = wireError('E_WIRE_FRAME_TOO_LARGE', what, this.#frameStart, {
-            length,
-            limit: this.#max,
-          });
+          const details = { length, limit: this.#max };
+          this.#failed = wireError('E_WIRE_FRAME_TOO_LARGE', what, this.#frameStart, details);
           return { ok: false, error: this.#failed };
         }
         if (n - p >= length) {
@@ -106,30 +157,18 @@ export class FrameReader {
           p += length;
           continue;
         }
-        this.#need = length;
-        this.#body = new Uint8Array(Math.min(length, Math.max(n - p, 64 * 1024)));
-        this.#bodyFill = 0;
+        this.#body = new Assembly(length);
       }
-      const take = Math.min(this.#need - this.#bodyFill, n - p);
-      this.#reserve(this.#bodyFill + take);
-      (this.#body as Uint8Array).set(chunk.subarray(p, p + take), this.#bodyFill);
-      this.#bodyFill += take;
+      const body = this.#body;
+      const take = Math.min(body.need - body.received, n - p);
+      body.add(chunk.subarray(p, p + take));
       p += take;
-      if (this.#bodyFill < this.#need) break;
-      events.push({ kind: 'frame', payload: this.#body as Uint8Array, offset: this.#frameStart });
+      if (body.received < body.need) break;
+      events.push({ kind: 'frame', payload: body.payload(), offset: this.#frameStart });
       this.#body = null;
     }
     this.#consumed += n;
     return { ok: true, value: events };
-  }
-
-  /** Grows the payload buffer geometrically, never beyond the announced (already capped) length. */
-  #reserve(size: number): void {
-    const body = this.#body as Uint8Array;
-    if (size <= body.length) return;
-    const grown = new Uint8Array(Math.min(this.#need, Math.max(size, body.length * 2)));
-    grown.set(body.subarray(0, this.#bodyFill));
-    this.#body = grown;
   }
 }
 
