@@ -1,0 +1,226 @@
+// Crash safety (ARCHITECTURE "Crash safety", Petrel (e)): petreld is killed with SIGKILL at each
+// step of create, force-create and destroy, started again, and must converge to the last
+// committed state: what the state file lists runs exactly once, nothing else is left behind.
+import { type ChildProcess, spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { decodeState } from '../../src/wire/state.js';
+import { commandFrame, open, request, said } from '../daemon/client.js';
+import { canaryImage, canaryNetImage, repo, testTender } from './guest.js';
+import { canaryConfig, makeNetns } from './harness.js';
+
+const daemonScript = path.join(repo, 'test', 'engine', 'crash-daemon.mjs');
+let base: string;
+let tender: string;
+
+beforeAll(async () => {
+  if (!existsSync(path.join(repo, 'dist', 'src', 'daemon', 'daemon.js'))) {
+    throw new Error('dist/ is missing: run `npm run build` (npm test does) before these tests');
+  }
+  base = await mkdtemp(path.join(tmpdir(), 'petrel-crash-'));
+  tender = await testTender(base);
+});
+afterAll(async () => {
+  await rm(base, { recursive: true, force: true });
+});
+
+interface Running {
+  child: ChildProcess;
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+}
+
+function startDaemon(dir: string, netns: string, crashAt?: string): Promise<Running> {
+  const child = spawn(process.execPath, [daemonScript, `${dir}/state`, `${dir}/run`, tender, netns], {
+    env: { ...process.env, ...(crashAt ? { PETREL_CRASH_AT: crashAt } : {}) },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    child.once('exit', (code, signal) => resolve({ code, signal })),
+  );
+  let errors = '';
+  child.stderr?.on('data', (d) => {
+    errors += d;
+  });
+  return new Promise((resolve, reject) => {
+    child.stdout?.on('data', (d: Buffer) => {
+      if (d.toString().includes('READY')) resolve({ child, exited });
+    });
+    void exited.then(({ code, signal }) =>
+      reject(new Error(`petreld exited ${code ?? signal} before ready: ${errors}`)),
+    );
+  });
+}
+
+async function stopDaemon(d: Running): Promise<void> {
+  d.child.kill('SIGTERM');
+  await d.exited;
+}
+
+/** What runs and what lies around, from the outside. */
+async function observe(dir: string, netns: ReturnType<typeof makeNetns>) {
+  const run = `${dir}/run`;
+  const tenders: string[] = [];
+  for (const pid of await readdir('/proc')) {
+    if (!/^\d+$/.test(pid)) continue;
+    const cmdline = await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '');
+    const image = cmdline.split('\0').find((a) => a.startsWith(`${run}/`) && a.endsWith('.img'));
+    if (image) tenders.push(path.basename(image, '.img'));
+  }
+  const images = (await readdir(run).catch(() => []))
+    .filter((f) => f.endsWith('.img'))
+    .map((f) => path.basename(f, '.img'));
+  const fifos = await readdir(`${run}/fifo`).catch(() => []);
+  const taps = netns
+    .links()
+    .split(' ')
+    .filter((l) => l.startsWith('ptap'));
+  const bytes = await readFile(`${dir}/state/state`).catch(() => null);
+  const state = bytes === null ? null : decodeState(bytes);
+  const stored =
+    state === null
+      ? []
+      : state.ok
+        ? state.value.unikernels.map((u) => `:${u.name.label}`)
+        : ['(undecodable)'];
+  return { tenders: tenders.sort(), images: images.sort(), fifos: fifos.sort(), taps, stored: stored.sort() };
+}
+
+const create = async (socket: string, vm: string, word: string, force = false) =>
+  request(socket, vm, {
+    type: 'unikernel-create',
+    force,
+    release: '2.7',
+    config: await canaryConfig(canaryNetImage, ['wait', word], {
+      bridges: [{ netif: 'service', bridge: 'br0', mac: null }],
+    }),
+  });
+
+type Scenario = {
+  what: string;
+  crashAt: string;
+  act: (socket: string) => Promise<unknown>;
+  expectRunning: boolean;
+};
+
+const scenarios: Scenario[] = [
+  ...(
+    [
+      'planned',
+      'validated',
+      'image-written',
+      'fifo-made',
+      'tap-created',
+      'console-opened',
+      'tender-spawned',
+      'committed',
+    ] as const
+  ).map(
+    (step): Scenario => ({
+      what: `create, at ${step}`,
+      crashAt: `:vm@${step}`,
+      act: (s) => create(s, ':vm', 'one'),
+      expectRunning: false,
+    }),
+  ),
+  {
+    what: 'create, after the state file was written',
+    crashAt: ':vm@state-written',
+    act: (s) => create(s, ':vm', 'one'),
+    expectRunning: true,
+  },
+  ...(['old-stopping', 'old-released'] as const).map(
+    (step): Scenario => ({
+      what: `force-create, at ${step}`,
+      crashAt: `:vm@${step}`,
+      act: async (s) => {
+        await create(s, ':vm', 'one');
+        await create(s, ':vm', 'two', true);
+      },
+      expectRunning: true,
+    }),
+  ),
+  {
+    what: 'force-create, the new tender spawned but not committed',
+    crashAt: ':vm@tender-spawned#2',
+    act: async (s) => {
+      await create(s, ':vm', 'one');
+      await create(s, ':vm', 'two', true);
+    },
+    expectRunning: true,
+  },
+  ...(['stopped', 'state-written#2'] as const).map(
+    (step): Scenario => ({
+      what: `destroy, at ${step}`,
+      crashAt: `:vm@${step}`,
+      act: async (s) => {
+        await create(s, ':vm', 'one');
+        await request(s, ':vm', { type: 'unikernel-destroy' });
+      },
+      expectRunning: step === 'stopped',
+    }),
+  ),
+];
+
+describe('a crash at any step converges to the last committed state', () => {
+  it.each(scenarios)('$what', async ({ crashAt, act, expectRunning }) => {
+    const dir = await mkdtemp(path.join(base, 'case-'));
+    const netns = makeNetns();
+    try {
+      const first = await startDaemon(dir, netns.name, crashAt);
+      const socket = `${dir}/run/util/vmmd.sock`;
+      await act(socket).catch(() => undefined);
+      expect(await first.exited).toEqual({ code: null, signal: 'SIGKILL' });
+
+      const second = await startDaemon(dir, netns.name);
+      try {
+        const seen = await observe(dir, netns);
+        const expected = expectRunning ? [':vm'] : [];
+        expect(seen.stored).toEqual(expected);
+        expect(seen.tenders).toEqual(expected);
+        expect(seen.images).toEqual(expected);
+        expect(seen.fifos).toEqual(expected);
+        expect(seen.taps).toHaveLength(expected.length);
+        const info = await request(socket, ':', { type: 'unikernel-info', release: '2.7' });
+        const listed =
+          info[0]?.payload.kind === 'reply' && info[0].payload.reply.type === 'unikernel-info'
+            ? info[0].payload.reply.entries.length
+            : -1;
+        expect(listed).toBe(expected.length);
+      } finally {
+        await stopDaemon(second);
+      }
+      const after = await observe(dir, netns);
+      expect(after.tenders).toEqual([]);
+      expect(after.taps).toEqual([]);
+    } finally {
+      netns.destroy();
+    }
+  });
+
+  it('the canary line is served while a session is open (sanity of the harness)', async () => {
+    const dir = await mkdtemp(path.join(base, 'case-'));
+    const netns = makeNetns();
+    try {
+      const d = await startDaemon(dir, netns.name);
+      const socket = `${dir}/run/util/vmmd.sock`;
+      expect((await create(socket, ':vm', 'x')).map(said)).toEqual(['created unikernel']);
+      const watch = open(
+        `${dir}/run/util/console.sock`,
+        commandFrame(':vm', {
+          type: 'console-subscribe',
+          release: '2.1',
+          select: { kind: 'count', count: 5 },
+        }),
+      );
+      await watch.waitFor(2);
+      watch.close();
+      await stopDaemon(d);
+      void canaryImage;
+    } finally {
+      netns.destroy();
+    }
+  });
+});
