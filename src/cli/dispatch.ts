@@ -9,6 +9,10 @@ export interface Subcommand {
 }
 
 export const SUBCOMMANDS: Readonly<Record<string, Subcommand>> = {
+  ca: {
+    summary: 'make the CA, the server certificate and delegations (intermediate CAs with a policy)',
+    load: async () => (await import('./commands/ca.js')).caCommand,
+  },
   wire: {
     summary: 'decode and encode Albatross wire messages, certificate commands and state files',
     load: async () => (await import('./commands/wire.js')).wireCommand,
