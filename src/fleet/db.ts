@@ -1,0 +1,49 @@
+// The connection to the fleet registry (a PostgreSQL URL) and the one error every database
+// failure becomes, with a hint when the schema is missing.
+
+import pg from 'pg';
+import type { PetrelError } from '../resources/errors.js';
+
+/** What registry code needs of a connection: a pg.Pool, a pg.Client or a checked-out client. */
+export interface Queryable {
+  query<R extends pg.QueryResultRow = pg.QueryResultRow>(
+    text: string,
+    values?: readonly unknown[],
+  ): Promise<pg.QueryResult<R>>;
+}
+
+export type DbError = PetrelError<'E_FLEET_DB'>;
+
+export interface OpenOptions {
+  /** Connections kept by the pool. Default 4 (the CLI needs one, the reporter one at a time). */
+  readonly max?: number;
+  /** `application_name` seen in pg_stat_activity. Default `petrel`. */
+  readonly applicationName?: string;
+}
+
+/**
+ * A pool for `url`. Errors of idle connections (server restart, network loss) are swallowed
+ * here because the next query reports them as a value; unhandled they would kill the process.
+ * Release: `await pool.end()`.
+ */
+export function openDb(url: string, options: OpenOptions = {}): pg.Pool {
+  const pool = new pg.Pool({
+    connectionString: url,
+    max: options.max ?? 4,
+    application_name: options.applicationName ?? 'petrel',
+  });
+  pool.on('error', () => {});
+  return pool;
+}
+
+/** Wraps anything a query threw. Undefined table (42P01) means `fleet migrate` was not run. */
+export function dbError(e: unknown, doing: string): DbError {
+  const message = e instanceof Error ? e.message : String(e);
+  const code = typeof e === 'object' && e !== null && 'code' in e ? String(e.code) : undefined;
+  const hint = code === '42P01' ? ' (the registry has no schema: run `petrel fleet migrate --db URL`)' : '';
+  return {
+    code: 'E_FLEET_DB',
+    message: `fleet registry: ${doing}: ${message}${hint}`,
+    details: code === undefined ? { doing } : { doing, sqlstate: code },
+  };
+}
