@@ -1,0 +1,133 @@
+import { expect, it } from 'vitest';
+import type { CapabilityReport } from '../../src/fleet/capabilities.js';
+import { Registry } from '../../src/fleet/registry.js';
+import { createReporter, type FleetReporter, type ReporterOptions } from '../../src/fleet/reporter.js';
+import { HVT, report } from './fixtures.js';
+import { describeWithPostgres } from './pg.js';
+
+function reporter(options: ReporterOptions): FleetReporter {
+  const created = createReporter(options);
+  if (!created.ok) throw new Error(created.error.message);
+  return created.value;
+}
+
+async function until(condition: () => Promise<boolean>, timeoutMs = 5_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await condition())) {
+    if (Date.now() > deadline) throw new Error('condition not reached in time');
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+describeWithPostgres('fleet reporter', (pg) => {
+  it('reports at start and on every heartbeat; a capability lost between reports disappears', async () => {
+    const { pool } = await pg.schema();
+    const registry = new Registry(pool);
+    let current: CapabilityReport = report();
+    const r = reporter({
+      registry,
+      nodeId: 'gw-04',
+      address: '127.0.0.1:1025',
+      probe: async () => current,
+      heartbeatMs: 50,
+    });
+    try {
+      expect(await r.start()).toEqual({ ok: true, value: undefined });
+      expect(await registry.place(HVT, { freshMs: 30_000 })).toMatchObject({
+        ok: true,
+        value: { node: 'gw-04' },
+      });
+      const seen = async () => (await pool.query(`SELECT last_seen FROM nodes`)).rows[0]?.last_seen as Date;
+      const first = await seen();
+      current = report({ kvm: false });
+      await until(async () => (await seen()).getTime() > first.getTime() && r.reports >= 2);
+      const placed = await registry.place(HVT, { freshMs: 30_000 });
+      expect(placed).toMatchObject({ ok: false, error: { code: 'E_FLEET_NO_CAPABLE_NODE' } });
+      if (!placed.ok) expect(placed.error.message).toContain('gw-04: no kvm');
+    } finally {
+      await r.stop();
+    }
+  });
+
+  it('writes free resources (probed totals minus usage) and withdraws on stop', async () => {
+    const { pool } = await pg.schema();
+    const registry = new Registry(pool);
+    const r = reporter({
+      registry,
+      nodeId: 'tank',
+      address: '[::1]:1025',
+      probe: async () => report(),
+      usage: () => ({ cpus: 1, memoryMiB: 1024, blockStorageMiB: 20_000 }),
+    });
+    expect((await r.start()).ok).toBe(true);
+    const row = async () =>
+      (await pool.query(`SELECT capabilities, resources FROM nodes WHERE id = 'tank'`)).rows[0];
+    expect((await row()).resources).toEqual({ cpus: 3, memoryMiB: 3072, blockStorageMiB: 0 });
+    await r.stop();
+    expect(await row()).toEqual({
+      capabilities: { kvm: false, tenders: [], tun: false, bridges: [], netAdmin: false },
+      resources: { cpus: 0, memoryMiB: 0, blockStorageMiB: 0 },
+    });
+    expect(await r.reportNow()).toMatchObject({ ok: false, error: { code: 'E_FLEET_STOPPED' } });
+  });
+
+  it('a probe that fails withdraws the report instead of leaving the old one', async () => {
+    const { pool } = await pg.schema();
+    const registry = new Registry(pool);
+    let fail = false;
+    const r = reporter({
+      registry,
+      nodeId: 'flaky',
+      address: 'flaky:1025',
+      probe: async () => {
+        if (fail) throw new Error('cannot open /dev/kvm');
+        return report();
+      },
+    });
+    try {
+      expect((await r.start()).ok).toBe(true);
+      fail = true;
+      expect(await r.reportNow()).toMatchObject({ ok: false, error: { code: 'E_FLEET_PROBE' } });
+      const placed = await registry.place(HVT, { freshMs: 30_000 });
+      expect(placed.ok).toBe(false);
+    } finally {
+      await r.stop({ withdraw: false });
+    }
+  });
+
+  it('a registry that cannot be reached is a value at start, and heartbeats go on', async () => {
+    const calls: string[] = [];
+    const r = reporter({
+      registry: {
+        report: async () => {
+          calls.push('report');
+          return { ok: false, error: { code: 'E_FLEET_DB', message: 'connection refused' } };
+        },
+        withdraw: async () => ({ ok: true, value: undefined }),
+      },
+      nodeId: 'lonely',
+      address: 'lonely:1025',
+      probe: async () => report(),
+      heartbeatMs: 20,
+    });
+    expect(await r.start()).toMatchObject({ ok: false, error: { code: 'E_FLEET_DB' } });
+    await until(async () => calls.length >= 3);
+    await r.stop();
+  });
+});
+
+it('checks the node id, address and heartbeat it is given', () => {
+  const done = async () => ({ ok: true as const, value: undefined });
+  const base = { registry: { report: done, withdraw: done }, probe: async () => report() };
+  expect(createReporter({ ...base, nodeId: 'gw-04', address: '10.0.0.4:1025' }).ok).toBe(true);
+  expect(createReporter({ ...base, nodeId: 'GW 04', address: '10.0.0.4:1025' })).toMatchObject({
+    ok: false,
+    error: { code: 'E_FLEET_NODE_ID' },
+  });
+  expect(createReporter({ ...base, nodeId: 'gw', address: '10.0.0.4' })).toMatchObject({
+    ok: false,
+    error: { code: 'E_FLEET_NODE_ADDRESS' },
+  });
+  expect(createReporter({ ...base, nodeId: 'gw', address: 'h:70000' }).ok).toBe(false);
+  expect(createReporter({ ...base, nodeId: 'gw', address: 'h:1', heartbeatMs: 0 }).ok).toBe(false);
+});
