@@ -17,6 +17,10 @@ export const SUBCOMMANDS: Readonly<Record<string, Subcommand>> = {
     summary: 'decode and encode Albatross wire messages, certificate commands and state files',
     load: async () => (await import('./commands/wire.js')).wireCommand,
   },
+  fleet: {
+    summary: 'the fleet registry: migrate its schema, list nodes, explain and create placements',
+    load: async () => (await import('./commands/fleet.js')).fleetCommand,
+  },
 };
 
 function usage(subcommands: Readonly<Record<string, Subcommand>>): string {
