@@ -108,13 +108,10 @@ describe('engine with host faults', () => {
               .map((f) => path.basename(f, '.img'));
             expect(images.sort()).toEqual(inTree);
             expect((await readdir(path.join(t.runDir, 'fifo')).catch(() => [])).sort()).toEqual(inTree);
-            const taps =
-              ns.links === undefined
-                ? []
-                : t.netns
-                    .links()
-                    .split(' ')
-                    .filter((l) => l.startsWith('ptap'));
+            const taps = t.netns
+              .links()
+              .split(' ')
+              .filter((l) => l.startsWith('ptap'));
             const withNets = inTree.filter(
               (vm) => (t.engine.netsOf({ path: ['t'], label: vm.split(':')[1] } as never) ?? []).length > 0,
             );
