@@ -4,7 +4,7 @@
 import { encCommand, readCommand } from './command.js';
 import { compareBytes, enc, Reader, TAG, toBytes } from './der.js';
 import { fault, guard, shiftError, type WireResult } from './errors.js';
-import { plain } from './message.js';
+import { plain, readVersion } from './message.js';
 import { type Command, WIRE_VERSION } from './types.js';
 
 export const ALBATROSS_OID = '1.3.6.1.4.1.49836.42';
@@ -16,10 +16,7 @@ export function decodeCertExtension(value: Uint8Array): WireResult<Command> {
   return guard(() => {
     const r = new Reader(plain(value));
     const command = r.sequence((s) => {
-      const at = s.offset;
-      const version = s.bigint('version');
-      if (version !== BigInt(WIRE_VERSION))
-        fault('E_WIRE_VERSION', `unknown version number 0x${version.toString(16).toUpperCase()}`, at);
+      readVersion(s);
       return readCommand(s);
     }, 'certificate extension');
     r.done();
@@ -71,13 +68,25 @@ export function findCertExtension(certificate: Uint8Array): WireResult<CertExten
   });
 }
 
-/** The command a certificate carries, or null when it has no Albatross extension. */
-export function commandFromCertificate(certificate: Uint8Array): WireResult<Command | null> {
+/**
+ * The command a certificate carries and whether its extension is marked critical, or null when
+ * it has no Albatross extension. Error offsets are positions within the certificate.
+ */
+export function certificateCommand(
+  certificate: Uint8Array,
+): WireResult<{ readonly critical: boolean; readonly command: Command } | null> {
   const ext = findCertExtension(certificate);
   if (!ext.ok || ext.value === null) return ext as WireResult<null>;
   const command = decodeCertExtension(ext.value.value);
-  if (command.ok) return command;
-  // Report offsets within the certificate, where the extension value starts this far in.
-  const shift = ext.value.value.byteOffset - certificate.byteOffset;
-  return { ok: false, error: shiftError(command.error, shift) };
+  if (!command.ok) {
+    const shift = ext.value.value.byteOffset - certificate.byteOffset;
+    return { ok: false, error: shiftError(command.error, shift) };
+  }
+  return { ok: true, value: { critical: ext.value.critical, command: command.value } };
+}
+
+/** The command a certificate carries, or null when it has no Albatross extension. */
+export function commandFromCertificate(certificate: Uint8Array): WireResult<Command | null> {
+  const found = certificateCommand(certificate);
+  return found.ok ? { ok: true, value: found.value?.command ?? null } : found;
 }

@@ -12,14 +12,12 @@ import {
   readArguments,
   readArgumentsV0,
   readArgumentsV1,
-  readChoice,
   readConfig,
   readConfigV3,
   readConfigV4,
   readPolicy,
-  unknownTag,
 } from './config.js';
-import { ctx, type Der, enc, type Reader, TAG } from './der.js';
+import { ctx, type Der, enc, type Reader, TAG, unknownTag } from './der.js';
 import { fault } from './errors.js';
 import type {
   BlockCommand,
@@ -46,7 +44,7 @@ const CREATE_TAG = { '2.0': 9, '2.6': 16, '2.7': 20 } as const;
 const RESERVED_UNIKERNEL = new Set([0, 1, 2, 4, 5, 6, 8]);
 
 export function readCommand(r: Reader): Command {
-  return readChoice(r, 'command', (n, inner): Command => {
+  return r.choice('command', (n, inner): Command => {
     switch (n) {
       case 0:
         return readConsole(inner);
@@ -67,7 +65,7 @@ export function readCommand(r: Reader): Command {
 }
 
 function readConsole(r: Reader): ConsoleCommand {
-  return readChoice(r, 'console command', (n, inner): ConsoleCommand => {
+  return r.choice('console command', (n, inner): ConsoleCommand => {
     switch (n) {
       case 0:
         return {
@@ -91,7 +89,7 @@ function readConsole(r: Reader): ConsoleCommand {
 }
 
 function readSelect(r: Reader, utc: boolean): ConsoleSelect {
-  return readChoice(r, 'console subscription', (n, inner): ConsoleSelect => {
+  return r.choice('console subscription', (n, inner): ConsoleSelect => {
     if (n === 0)
       return { kind: 'since', since: utc ? inner.utcTime('since') : inner.generalizedTime('since') };
     if (n === 1) return { kind: 'count', count: inner.int('count') };
@@ -100,7 +98,7 @@ function readSelect(r: Reader, utc: boolean): ConsoleSelect {
 }
 
 function readStats(r: Reader): StatsCommand {
-  return readChoice(r, 'statistics command', (n, inner): StatsCommand => {
+  return r.choice('statistics command', (n, inner): StatsCommand => {
     if (n === 0) {
       return inner.sequence((s) => ({
         type: 'stats-add',
@@ -117,7 +115,7 @@ function readStats(r: Reader): StatsCommand {
 }
 
 function readUnikernel(r: Reader): UnikernelCommand {
-  return readChoice(r, 'unikernel command', (n, inner): UnikernelCommand => {
+  return r.choice('unikernel command', (n, inner): UnikernelCommand => {
     const info = INFO_BY_TAG.get(n);
     if (info !== undefined) {
       inner.null();
@@ -153,7 +151,7 @@ function readUnikernel(r: Reader): UnikernelCommand {
 }
 
 function readRestart(r: Reader): UnikernelCommand {
-  return readChoice(r, 'restart arguments', (n, inner): UnikernelCommand => {
+  return r.choice('restart arguments', (n, inner): UnikernelCommand => {
     switch (n) {
       case 0:
         inner.null();
@@ -171,7 +169,7 @@ function readRestart(r: Reader): UnikernelCommand {
 }
 
 function readPolicyCommand(r: Reader): PolicyCommand {
-  return readChoice(r, 'policy command', (n, inner): PolicyCommand => {
+  return r.choice('policy command', (n, inner): PolicyCommand => {
     if (n === 1) return { type: 'policy-add', policy: readPolicy(inner) };
     if (n !== 0 && n !== 2) return unknownTag('policy command', ctx(n), r.lastStart);
     inner.null();
@@ -180,7 +178,7 @@ function readPolicyCommand(r: Reader): PolicyCommand {
 }
 
 function readBlock(r: Reader): BlockCommand {
-  return readChoice(r, 'block command', (n, inner): BlockCommand => {
+  return r.choice('block command', (n, inner): BlockCommand => {
     switch (n) {
       case 0:
       case 2:

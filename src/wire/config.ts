@@ -1,90 +1,29 @@
 // Codecs for the configuration types of albatross-wire.md §4.8: Policy, Typ, FailBehaviour, block
 // and network specs, every UnikernelConfig / UnikernelArguments shape, and MAC addresses.
 
-import { err, ok, type PetrelError, type Result } from '../resources/errors.js';
 import { makePolicy, type Policy } from '../resources/policy.js';
-import { compareBytes, ctx, type Der, enc, type Reader, TAG, utf8Bytes } from './der.js';
+import { compareBytes, ctx, type Der, enc, type Reader, TAG, unknownTag, utf8Bytes } from './der.js';
 import { fault } from './errors.js';
+import { encMac, readMac } from './mac.js';
 import type {
   BlockSpec,
   FailBehaviour,
-  MacAddress,
   NetSpec,
   Typ,
   UnikernelArguments,
   UnikernelArgumentsV0,
   UnikernelArgumentsV1,
   UnikernelConfig,
-  UnikernelConfigV0,
-  UnikernelConfigV1,
-  UnikernelConfigV2,
   UnikernelConfigV3,
   UnikernelConfigV4,
 } from './types.js';
 
-// --- MAC addresses --------------------------------------------------------------------------
-
-const MAC_TEXT = /^[0-9a-f]{2}(?::[0-9a-f]{2}){5}$/;
-
-export function parseMac(text: string): Result<MacAddress, PetrelError<'E_WIRE_MAC'>> {
-  const lower = typeof text === 'string' ? text.toLowerCase() : '';
-  if (!MAC_TEXT.test(lower)) return err('E_WIRE_MAC', `bad mac address ${JSON.stringify(text)}`);
-  return ok(lower as MacAddress);
-}
-
-const HEX = Array.from({ length: 256 }, (_, b) => b.toString(16).padStart(2, '0'));
-
-export function macFromBytes(bytes: Uint8Array): MacAddress {
-  let text = HEX[bytes[0] as number] as string;
-  for (let i = 1; i < bytes.length; i++) text += `:${HEX[bytes[i] as number]}`;
-  return text as MacAddress;
-}
-
-const hexDigit = (c: number): number =>
-  c >= 0x30 && c <= 0x39 ? c - 0x30 : c >= 0x61 && c <= 0x66 ? c - 0x57 : -1;
-
-/** The six bytes of a MAC in its text form; the check is inline because every info entry has one. */
-function macBytes(mac: MacAddress): Uint8Array {
-  const out = new Uint8Array(6);
-  let valid = typeof mac === 'string' && mac.length === 17;
-  for (let i = 0; valid && i < 6; i++) {
-    const hi = hexDigit(mac.charCodeAt(i * 3));
-    const lo = hexDigit(mac.charCodeAt(i * 3 + 1));
-    valid = hi >= 0 && lo >= 0 && (i === 5 || mac.charCodeAt(i * 3 + 2) === 0x3a);
-    out[i] = hi * 16 + lo;
-  }
-  if (!valid) fault('E_WIRE_ENCODE', `bad mac address ${String(mac)}`, null);
-  return out;
-}
-
-export function readMac(r: Reader): MacAddress {
-  const bytes = r.octets('mac');
-  if (bytes.length !== 6) fault('E_WIRE_MAC', 'bad mac address', r.lastStart);
-  return macFromBytes(bytes);
-}
-
-export const encMac = (mac: MacAddress): Der => enc.octets(macBytes(mac));
+export { encMac, macFromBytes, parseMac, readMac } from './mac.js';
 
 // --- small shared pieces --------------------------------------------------------------------
 
-export function unknownTag(what: string, tag: number, at: number): never {
-  const shown = (tag & 0xe0) === 0xa0 ? `[${tag & 0x1f}]` : `identifier ${tag.toString(16).padStart(2, '0')}`;
-  return fault('E_WIRE_TAG', `unknown ${what} tag ${shown}`, at);
-}
-
-/** Reads an untagged CHOICE of explicit `[n]` alternatives: `alternative(n, content)`. */
-export function readChoice<T>(r: Reader, what: string, alternative: (n: number, inner: Reader) => T): T {
-  const at = r.offset;
-  const tag = r.next();
-  if ((tag & 0xe0) !== 0xa0) unknownTag(what, tag, at);
-  const inner = r.content();
-  const value = alternative(tag & 0x1f, inner);
-  inner.done();
-  return value;
-}
-
 export function readTyp(r: Reader): Typ {
-  return readChoice(r, 'typ', (n, inner) => {
+  return r.choice('typ', (n, inner) => {
     if (n > 1) unknownTag('typ', ctx(n), r.lastStart);
     inner.null();
     return n === 0 ? 'solo5' : 'bhyve';
@@ -97,7 +36,7 @@ export function encTyp(typ: Typ): Der {
 }
 
 export function readFailBehaviour(r: Reader): FailBehaviour {
-  return readChoice(r, 'fail-behaviour', (n, inner): FailBehaviour => {
+  return r.choice('fail-behaviour', (n, inner): FailBehaviour => {
     if (n === 0) {
       inner.null();
       return { kind: 'quit' };
@@ -113,8 +52,8 @@ export function encFailBehaviour(fail: FailBehaviour): Der {
   return fault('E_WIRE_ENCODE', 'unknown fail-behaviour', null);
 }
 
-const readStrings = (r: Reader): string[] => r.listOf((x) => x.utf8());
-const encStrings = (items: readonly string[]): Der => enc.sequence(items.map(enc.utf8));
+export const readStrings = (r: Reader): string[] => r.listOf((x) => x.utf8());
+export const encStrings = (items: readonly string[]): Der => enc.sequence(items.map(enc.utf8));
 
 export function readBlockSpec(r: Reader): BlockSpec {
   return r.sequence((s) => ({
@@ -306,11 +245,11 @@ interface ImagePrefix {
   readonly image: Uint8Array;
 }
 
-function readImagePrefix(s: Reader): ImagePrefix {
+export function readImagePrefix(s: Reader): ImagePrefix {
   return { typ: readTyp(s), compressed: s.boolean('compressed'), image: s.octets('image') };
 }
 
-const imagePrefix = (c: ImagePrefix): Der[] => [
+export const imagePrefix = (c: ImagePrefix): Der[] => [
   encTyp(c.typ),
   enc.boolean(c.compressed),
   enc.octets(c.image),
@@ -329,94 +268,3 @@ export const encConfigV4 = (c: UnikernelConfigV4): Der =>
   enc.sequence([...imagePrefix(c), ...argumentsV1Body(c, true)]);
 export const encConfigV3 = (c: UnikernelConfigV3): Der =>
   enc.sequence([...imagePrefix(c), ...argumentsV0Body(c)]);
-
-// --- shapes found only in old state files and reply [3] -------------------------------------
-
-export const readConfigV2 = (r: Reader): UnikernelConfigV2 =>
-  r.sequence((s) => ({
-    ...readImagePrefix(s),
-    failBehaviour: readFailBehaviour(s),
-    cpuid: s.int('cpuid'),
-    memory: s.int('memory'),
-    blocks: readOptionalSet(s, 0, (x) => x.utf8('block')),
-    bridges:
-      s.optionalExplicit(1, (x) =>
-        x.listOf((e) =>
-          e.sequence((p) => ({
-            netif: p.utf8('netif'),
-            bridge: p.peek() === TAG.UTF8 ? p.utf8('bridge') : null,
-          })),
-        ),
-      ) ?? [],
-    arguments: readArgumentList(s),
-  }));
-
-export function encConfigV2(c: UnikernelConfigV2): Der {
-  const fields = [
-    ...imagePrefix(c),
-    encFailBehaviour(c.failBehaviour),
-    enc.integer(c.cpuid),
-    enc.integer(c.memory),
-  ];
-  pushOptionalSet(fields, 0, c.blocks, enc.utf8);
-  if (c.bridges.length > 0) {
-    const pairs = c.bridges.map((b) =>
-      enc.sequence(b.bridge === null ? [enc.utf8(b.netif)] : [enc.utf8(b.netif), enc.utf8(b.bridge)]),
-    );
-    fields.push(enc.explicit(1, enc.sequence(pairs)));
-  }
-  pushArgumentList(fields, c.arguments);
-  return enc.sequence(fields);
-}
-
-export const readConfigV1 = (r: Reader): UnikernelConfigV1 =>
-  r.sequence((s) => ({
-    ...readImagePrefix(s),
-    failBehaviour: readFailBehaviour(s),
-    cpuid: s.int('cpuid'),
-    memory: s.int('memory'),
-    blocks: readOptionalSet(s, 0, (x) => x.utf8('block')),
-    bridges: readOptionalSet(s, 1, (x) => x.utf8('bridge')),
-    arguments: readArgumentList(s),
-  }));
-
-export function encConfigV1(c: UnikernelConfigV1): Der {
-  const fields = [
-    ...imagePrefix(c),
-    encFailBehaviour(c.failBehaviour),
-    enc.integer(c.cpuid),
-    enc.integer(c.memory),
-  ];
-  pushOptionalSet(fields, 0, c.blocks, enc.utf8);
-  pushOptionalSet(fields, 1, c.bridges, enc.utf8);
-  pushArgumentList(fields, c.arguments);
-  return enc.sequence(fields);
-}
-
-const ARCHES = ['hvt-amd64', 'hvt-arm64', 'hvt-amd64-compressed'] as const;
-
-export const readConfigV0 = (r: Reader): UnikernelConfigV0 =>
-  r.sequence((s) => {
-    const cpuid = s.int('cpu');
-    const memory = s.int('memory');
-    const block = s.peek() === TAG.UTF8 ? s.utf8('block') : null;
-    const networks = s.peek() === TAG.SEQUENCE ? readStrings(s) : null;
-    const [arch, image] = readChoice(s, 'image', (n, inner) => {
-      const found = ARCHES[n];
-      if (found === undefined) return unknownTag('image', ctx(n), s.lastStart);
-      return [found, inner.octets('image')] as const;
-    });
-    const args = s.peek() === TAG.SEQUENCE ? readStrings(s) : null;
-    return { cpuid, memory, block, networks, arch, image, arguments: args };
-  });
-
-export function encConfigV0(c: UnikernelConfigV0): Der {
-  const fields = [enc.integer(c.cpuid), enc.integer(c.memory)];
-  if (c.block !== null) fields.push(enc.utf8(c.block));
-  if (c.networks !== null) fields.push(encStrings(c.networks));
-  const arch = ARCHES.indexOf(c.arch);
-  if (arch < 0) fault('E_WIRE_ENCODE', `unknown image architecture ${String(c.arch)}`, null);
-  fields.push(enc.explicit(arch, enc.octets(c.image)));
-  if (c.arguments !== null) fields.push(encStrings(c.arguments));
-  return enc.sequence(fields);
-}

@@ -86,18 +86,16 @@ export function wireError(
 }
 
 /** Runs `body`, turning a WireFault (or, defensively, any exception) into an error Result. */
-export function guard<T>(body: () => T, shift = 0): WireResult<T> {
+export function guard<T>(body: () => T): WireResult<T> {
   try {
     return { ok: true, value: body() };
   } catch (e) {
-    return { ok: false, error: toWireError(e, shift) };
+    return { ok: false, error: toWireError(e) };
   }
 }
 
-export function toWireError(e: unknown, shift = 0): WireError {
-  if (e instanceof WireFault) {
-    return wireError(e.code, e.message, e.offset === null ? null : e.offset + shift, e.extra);
-  }
+function toWireError(e: unknown): WireError {
+  if (e instanceof WireFault) return wireError(e.code, e.message, e.offset, e.extra);
   const message = e instanceof Error ? e.message : String(e);
   return wireError('E_WIRE_INTERNAL', `internal codec error: ${message}`, null);
 }

@@ -4,6 +4,7 @@
 export {
   ALBATROSS_OID,
   type CertExtension,
+  certificateCommand,
   commandFromCertificate,
   decodeCertExtension,
   encodeCertExtension,

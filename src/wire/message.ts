@@ -3,8 +3,8 @@
 
 import { parseName, printName } from '../resources/name.js';
 import { encCommand, readCommand } from './command.js';
-import { encConfigV2, encPolicy, readChoice, readConfigV2, readPolicy, unknownTag } from './config.js';
-import { ctx, type Der, enc, Reader, TAG, toBytes } from './der.js';
+import { encPolicy, readPolicy } from './config.js';
+import { ctx, type Der, enc, Reader, TAG, toBytes, unknownTag } from './der.js';
 import { fault, guard, type WireResult } from './errors.js';
 import {
   encInfo,
@@ -18,6 +18,7 @@ import {
   readInfoV4,
   readInfoV5,
 } from './info.js';
+import { encConfigV2, readConfigV2 } from './legacy.js';
 import { encStatsData, readStatsData } from './stats.js';
 import {
   type Data,
@@ -72,22 +73,24 @@ export function encWire(wire: Wire): Der {
 
 function readHeader(r: Reader): Header {
   return r.sequence((s) => {
-    const at = s.offset;
-    const version = s.bigint('version');
-    if (version !== BigInt(WIRE_VERSION)) {
-      const hex =
-        version < 0n
-          ? `-0x${(-version).toString(16).toUpperCase()}`
-          : `0x${version.toString(16).toUpperCase()}`;
-      fault('E_WIRE_VERSION', `unknown version number ${hex}`, at);
-    }
-    return { version: WIRE_VERSION, sequence: s.int64('sequence'), name: readName(s) };
+    return { version: readVersion(s), sequence: s.int64('sequence'), name: readName(s) };
   }, 'header');
 }
 
 function encHeader(h: Header): Der {
   if (h.version !== WIRE_VERSION) fault('E_WIRE_ENCODE', `unknown version number ${String(h.version)}`, null);
   return enc.sequence([enc.integer(WIRE_VERSION), enc.int64(h.sequence), encName(h.name)]);
+}
+
+/** `version`: an INTEGER that must be 5 (`unknown version number 0x%X` otherwise). */
+export function readVersion(r: Reader): typeof WIRE_VERSION {
+  const at = r.offset;
+  const version = r.bigint('version');
+  if (version !== BigInt(WIRE_VERSION)) {
+    const magnitude = (version < 0n ? -version : version).toString(16).toUpperCase();
+    fault('E_WIRE_VERSION', `unknown version number ${version < 0n ? '-' : ''}0x${magnitude}`, at);
+  }
+  return WIRE_VERSION;
 }
 
 /** `name`: a UTF8String holding a name string, run through the Name parser. */
@@ -101,7 +104,7 @@ export function readName(r: Reader): Name {
 export const encName = (name: Name): Der => enc.utf8(printName(name));
 
 function readPayload(r: Reader): Payload {
-  return readChoice(r, 'payload', (n, inner): Payload => {
+  return r.choice('payload', (n, inner): Payload => {
     switch (n) {
       case 0:
         return { kind: 'command', command: readCommand(inner) };
@@ -137,7 +140,7 @@ const named =
     r.sequence((s) => ({ name: readName(s), info: read(s) }));
 
 function readReply(r: Reader): Reply {
-  return readChoice(r, 'reply', (n, inner): Reply => {
+  return r.choice('reply', (n, inner): Reply => {
     switch (n) {
       case 0:
         inner.null();
@@ -256,7 +259,7 @@ function badReply(reply: unknown): never {
 }
 
 function readData(r: Reader): Data {
-  return readChoice(r, 'data', (n, inner): Data => {
+  return r.choice('data', (n, inner): Data => {
     switch (n) {
       case 0:
         return inner.sequence((s) => ({
@@ -275,7 +278,7 @@ function readData(r: Reader): Data {
           line: s.utf8Bytes('line'),
         }));
       case 4:
-        return readChoice(inner, 'block data', (m, chunk): Data => {
+        return inner.choice('block data', (m, chunk): Data => {
           if (m === 0) return { type: 'block', data: chunk.octets('some-data') };
           if (m === 1) return { type: 'block', data: chunk.null() };
           return unknownTag('block data', ctx(m), inner.lastStart);

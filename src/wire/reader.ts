@@ -126,6 +126,20 @@ export class Reader {
     return value;
   }
 
+  /**
+   * An untagged CHOICE of explicit `[n]` alternatives: `alternative(n, content)` reads the one
+   * element inside; any other identifier is an unknown `what`.
+   */
+  choice<T>(what: string, alternative: (n: number, inner: Reader) => T): T {
+    const at = this.#pos;
+    const tag = this.next();
+    if ((tag & 0xe0) !== 0xa0) unknownTag(what, tag, at);
+    const inner = this.content();
+    const value = alternative(tag & 0x1f, inner);
+    inner.done();
+    return value;
+  }
+
   /** An OPTIONAL `[n] X`: null when the next identifier is not `[n]`. */
   optionalExplicit<T>(n: number, read: (r: Reader) => T): T | null {
     return this.peek() === ctx(n) ? this.explicit(n, read) : null;
@@ -274,6 +288,12 @@ export class Reader {
     const start = this.#primitive(TAG.OID);
     return this.bytes.subarray(start, this.#pos);
   }
+}
+
+/** A CHOICE position held an identifier the grammar does not list there. */
+export function unknownTag(what: string, tag: number, at: number): never {
+  const shown = (tag & 0xe0) === 0xa0 ? `[${tag & 0x1f}]` : `identifier ${tag.toString(16).padStart(2, '0')}`;
+  return fault('E_WIRE_TAG', `unknown ${what} tag ${shown}`, at);
 }
 
 export function decodeUtf8(bytes: Uint8Array, start: number, end: number, at: number): string {

@@ -2,21 +2,10 @@
 // ([0]–[6]); Petrel writes [6], entries in trie pre-order so equal states give equal bytes.
 
 import { nameAsPath, parseName, pathName, printName } from '../resources/name.js';
-import {
-  encConfig,
-  encPolicy,
-  readChoice,
-  readConfig,
-  readConfigV0,
-  readConfigV1,
-  readConfigV2,
-  readConfigV3,
-  readConfigV4,
-  readPolicy,
-  unknownTag,
-} from './config.js';
-import { ctx, type Der, enc, Reader, toBytes } from './der.js';
+import { encConfig, encPolicy, readConfig, readConfigV3, readConfigV4, readPolicy } from './config.js';
+import { ctx, type Der, enc, Reader, toBytes, unknownTag } from './der.js';
 import { fault, guard, type WireResult } from './errors.js';
+import { readConfigV0, readConfigV1, readConfigV2 } from './legacy.js';
 import { plain } from './message.js';
 import type { CurrentState, Name, Path, State, StatePolicy, StateUnikernel } from './types.js';
 
@@ -68,7 +57,7 @@ function checkUnique(keys: readonly string[]): void {
 }
 
 function readState(r: Reader): State {
-  return readChoice(r, 'state', (n, inner): State => {
+  return r.choice('state', (n, inner): State => {
     switch (n) {
       case 0:
         return { version: 0, unikernels: readUnikernels(inner, readConfigV1) };

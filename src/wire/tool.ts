@@ -1,7 +1,7 @@
 // The logic behind `petrel wire decode` and `petrel wire encode`: bytes ⇄ JSON for framed messages,
 // bare DER messages, certificates (the command in their extension) and state files.
 
-import { decodeCertExtension, encodeCertExtension, findCertExtension } from './cert.js';
+import { certificateCommand, decodeCertExtension, encodeCertExtension } from './cert.js';
 import { shiftError, type WireError, type WireResult, wireError } from './errors.js';
 import { DEFAULT_MAX_FRAME, frame, frameHeader, splitFrames } from './framing.js';
 import { firstDifference, fromJson, type Json, toJson } from './json.js';
@@ -65,11 +65,8 @@ export function decodeToJson(bytes: Uint8Array, mode: WireMode, options: ToolOpt
 }
 
 function certJson(der: Uint8Array): WireResult<Json> {
-  const ext = findCertExtension(der);
-  if (!ext.ok || ext.value === null) return ext as WireResult<null>;
-  const command = decodeCertExtension(ext.value.value);
-  if (!command.ok) return fail(shiftError(command.error, ext.value.value.byteOffset - der.byteOffset));
-  return { ok: true, value: { critical: ext.value.critical, command: toJson(command.value) } };
+  const found = certificateCommand(der);
+  return found.ok ? { ok: true, value: toJson(found.value) } : found;
 }
 
 /** The DER of each `CERTIFICATE` block of a PEM file, or null when the input is not PEM. */

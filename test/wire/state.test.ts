@@ -2,16 +2,10 @@
 // defaults; Petrel writes version 6 in trie pre-order.
 
 import { describe, expect, test } from 'vitest';
-import {
-  encConfigV0,
-  encConfigV1,
-  encConfigV2,
-  encConfigV3,
-  encConfigV4,
-  encPolicy,
-} from '../../src/wire/config.js';
+import { encConfigV3, encConfigV4, encPolicy } from '../../src/wire/config.js';
 import { type Der, enc, toBytes } from '../../src/wire/der.js';
 import { decodeState, encodeState, upgradeState } from '../../src/wire/index.js';
+import { encConfigV0, encConfigV1, encConfigV2 } from '../../src/wire/legacy.js';
 import type {
   UnikernelConfig,
   UnikernelConfigV0,
