@@ -50,11 +50,16 @@ const certificates = readdirSync(VECTORS)
       .map((f) => new Uint8Array(readFileSync(join(VECTORS, d, f)))),
   );
 
-/** An error must be a wire error, and a codec bug (E_WIRE_INTERNAL) fails the property. */
+/**
+ * A decoding error must be a wire error that names the byte offset; a codec bug (an exception,
+ * reported as E_WIRE_INTERNAL) fails the property.
+ */
 function wireErrorOnly(result: WireResult<unknown>): void {
   if (!result.ok) {
     expect(result.error.code).toMatch(/^E_WIRE_/);
     expect(result.error.code, result.error.message).not.toBe('E_WIRE_INTERNAL');
+    expect(typeof result.error.details?.offset, result.error.message).toBe('number');
+    expect(result.error.message).toMatch(/ at byte \d+$/);
   }
 }
 
