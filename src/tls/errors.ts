@@ -47,7 +47,9 @@ export type TlsErrorCode =
   /** A frame above maxFrameBytes, or a streamed image above it. */
   | 'E_TLS_FRAME_TOO_LARGE'
   /** The client's stream ended or broke where data was due. */
-  | 'E_TLS_STREAM';
+  | 'E_TLS_STREAM'
+  /** `petreld tls-endpoint` flags that cannot be understood, or files that cannot be read. */
+  | 'E_TLS_USAGE';
 
 export type TlsError = PetrelError<TlsErrorCode>;
 

@@ -1,0 +1,163 @@
+// What `petreld tls-endpoint --run-dir DIR ...` needs: its flags (Albatross' `CA CERT KEY`
+// positionals accepted too), loading the files, and running the endpoint until a signal.
+
+import { readFile } from 'node:fs/promises';
+import { parseArgs } from 'node:util';
+import type { Logger } from 'pino';
+import { err, ok, type PetrelError, type Result } from '../resources/errors.js';
+import { createTlsEndpoint, socketPaths, TLS_DEFAULTS, type TlsEndpointOptions } from './endpoint.js';
+
+export const TLS_ENDPOINT_USAGE = `usage: petreld tls-endpoint [--run-dir DIR] --ca FILE --cert FILE --key FILE
+                            [--ip ADDR] [--port N] [--max-frame-bytes N]
+                            [--max-pending-handshakes N] [--handshake-timeout SECONDS]
+       petreld tls-endpoint [options] CA CERT KEY
+
+Serves remote clients over mutual TLS 1.3 and carries each request, as frames, to petreld's
+sockets under DIR/util/ (vmmd.sock, console.sock, stat.sock). Needs nothing but those sockets
+and its key material, so it can run as its own unprivileged user.
+
+  --run-dir DIR                 petreld's run directory (default /run/petrel)
+  --ca FILE                     the one CA certificate client chains must lead to
+  --cert FILE, --key FILE       the server certificate (PEM chain) and its key
+  --ip ADDR                     address to listen on (default :: , dual stack)
+  --port N                      TCP port (default 1025)
+  --max-frame-bytes N           largest frame or streamed image (default 67108864)
+  --max-pending-handshakes N    connections in the handshake at once (default 64)
+  --handshake-timeout SECONDS   (default 10)
+`;
+
+export interface TlsEndpointArgs {
+  readonly runDir: string;
+  readonly ca: string;
+  readonly cert: string;
+  readonly key: string;
+  readonly host: string;
+  readonly port: number;
+  readonly maxFrameBytes: number;
+  readonly maxPendingHandshakes: number;
+  readonly handshakeTimeoutMs: number;
+}
+
+type UsageError = PetrelError<'E_TLS_USAGE'>;
+
+const OPTIONS = {
+  'run-dir': { type: 'string', default: '/run/petrel' },
+  ca: { type: 'string' },
+  cert: { type: 'string' },
+  key: { type: 'string' },
+  ip: { type: 'string', default: TLS_DEFAULTS.host },
+  port: { type: 'string' },
+  'max-frame-bytes': { type: 'string' },
+  'max-pending-handshakes': { type: 'string' },
+  'handshake-timeout': { type: 'string' },
+} as const;
+
+export function parseTlsEndpointArgs(args: readonly string[]): Result<TlsEndpointArgs, UsageError> {
+  let parsed: ReturnType<typeof parseArgs<{ options: typeof OPTIONS; allowPositionals: true }>>;
+  try {
+    parsed = parseArgs({ args: [...args], options: OPTIONS, allowPositionals: true });
+  } catch (e) {
+    return err('E_TLS_USAGE', e instanceof Error ? e.message : String(e));
+  }
+  const { values, positionals } = parsed;
+  if (positionals.length !== 0 && positionals.length !== 3) {
+    return err('E_TLS_USAGE', 'give CA CERT KEY as three arguments or as --ca, --cert and --key');
+  }
+  const [ca, cert, key] = positionals.length === 3 ? positionals : [values.ca, values.cert, values.key];
+  if (ca === undefined || cert === undefined || key === undefined) {
+    return err('E_TLS_USAGE', '--ca, --cert and --key are required');
+  }
+  const numbers: Record<string, number> = {};
+  const limits = {
+    port: [values.port, TLS_DEFAULTS.port, 0, 65535],
+    'max-frame-bytes': [values['max-frame-bytes'], TLS_DEFAULTS.maxFrameBytes, 1, 2 ** 31 - 1],
+    'max-pending-handshakes': [values['max-pending-handshakes'], TLS_DEFAULTS.maxPendingHandshakes, 1, 1e6],
+    'handshake-timeout': [values['handshake-timeout'], TLS_DEFAULTS.handshakeTimeoutMs / 1000, 1, 3600],
+  } as const;
+  for (const [flag, [text, fallback, min, max]] of Object.entries(limits)) {
+    const n = text === undefined ? fallback : Number(text);
+    if (!Number.isInteger(n) || n < min || n > max) {
+      return err('E_TLS_USAGE', `--${flag} must be an integer from ${min} to ${max}, not '${text}'`);
+    }
+    numbers[flag] = n;
+  }
+  return ok({
+    runDir: values['run-dir'],
+    ca,
+    cert,
+    key,
+    host: values.ip,
+    port: numbers.port as number,
+    maxFrameBytes: numbers['max-frame-bytes'] as number,
+    maxPendingHandshakes: numbers['max-pending-handshakes'] as number,
+    handshakeTimeoutMs: (numbers['handshake-timeout'] as number) * 1000,
+  });
+}
+
+/** Reads the CA, certificate and key files into endpoint options. */
+export async function loadTlsEndpointOptions(
+  args: TlsEndpointArgs,
+  logger?: Logger,
+): Promise<Result<TlsEndpointOptions, PetrelError>> {
+  const files: string[] = [];
+  for (const file of [args.ca, args.cert, args.key]) {
+    try {
+      files.push(await readFile(file, 'utf8'));
+    } catch (e) {
+      return err('E_TLS_USAGE', `cannot read ${file}: ${e instanceof Error ? e.message : String(e)}`);
+    }
+  }
+  const [ca, cert, key] = files as [string, string, string];
+  return ok({
+    ca,
+    cert,
+    key,
+    sockets: socketPaths(args.runDir),
+    host: args.host,
+    port: args.port,
+    maxFrameBytes: args.maxFrameBytes,
+    maxPendingHandshakes: args.maxPendingHandshakes,
+    handshakeTimeoutMs: args.handshakeTimeoutMs,
+    ...(logger === undefined ? {} : { logger }),
+  });
+}
+
+/**
+ * Runs the endpoint until `signal` aborts (the caller wires SIGTERM/SIGINT to it); resolves
+ * with an exit code: 0 after a clean stop, 1 when it could not start, 2 on a usage error.
+ */
+export async function runTlsEndpoint(
+  args: readonly string[],
+  options: {
+    readonly logger?: Logger;
+    readonly signal: AbortSignal;
+    readonly stderr: (text: string) => void;
+  },
+): Promise<number> {
+  const parsed = parseTlsEndpointArgs(args);
+  if (!parsed.ok) {
+    options.stderr(`petreld tls-endpoint: ${parsed.error.message}\n\n${TLS_ENDPOINT_USAGE}`);
+    return 2;
+  }
+  const loaded = await loadTlsEndpointOptions(parsed.value, options.logger);
+  if (!loaded.ok) {
+    options.stderr(`petreld tls-endpoint: ${loaded.error.message}\n`);
+    return 1;
+  }
+  const endpoint = createTlsEndpoint(loaded.value);
+  if (!endpoint.ok) {
+    options.stderr(`petreld tls-endpoint: ${endpoint.error.message}\n`);
+    return 1;
+  }
+  try {
+    await endpoint.value.listen();
+  } catch (e) {
+    options.stderr(`petreld tls-endpoint: cannot listen: ${e instanceof Error ? e.message : String(e)}\n`);
+    return 1;
+  }
+  if (!options.signal.aborted) {
+    await new Promise((resolve) => options.signal.addEventListener('abort', resolve, { once: true }));
+  }
+  await endpoint.value.close();
+  return 0;
+}
