@@ -3,8 +3,20 @@
 // look-alike (same subject, other key) never stands in for the real intermediate (semantics §14.1).
 
 import { err, ok, type Result } from '../resources/errors.js';
-import { type TlsError, tlsError } from './errors.js';
+import {
+  checkAlgorithm,
+  checkIssuer,
+  checkLeafUsage,
+  checkValidity,
+  decodeDer,
+  inspect,
+  type PathCertificate,
+  viewOf,
+} from './certs.js';
+import { describeError, type TlsError, tlsError } from './errors.js';
 import { x509 } from './x509.js';
+
+export type { PathCertificate };
 
 /** Chains of this many certificates or more are refused, presented or on the path (differences (c)). */
 export const MAX_CHAIN = 10;
@@ -15,45 +27,16 @@ export interface TrustAnchor {
   readonly der: Uint8Array;
 }
 
-/** One certificate of a verified path, with what identity derivation needs from it. */
-export interface PathCertificate {
-  readonly der: Uint8Array;
-  /** The first CN of the subject; null when the subject has none (absent is not the same as ""). */
-  readonly commonName: string | null;
-  readonly subject: string;
-}
-
 /** Leaf first, then its issuers; the trust anchor is included only if the client sent it. */
 export type VerifiedPath = readonly PathCertificate[];
-
-const OID = {
-  keyUsage: '2.5.29.15',
-  basicConstraints: '2.5.29.19',
-  extKeyUsage: '2.5.29.37',
-  subjectAltName: '2.5.29.17',
-  subjectKeyId: '2.5.29.14',
-  authorityKeyId: '2.5.29.35',
-  clientAuth: '1.3.6.1.5.5.7.3.2',
-  anyExtendedKeyUsage: '2.5.29.37.0',
-} as const;
-
-/** Critical extensions this verifier understands; any other critical one makes a certificate unusable. */
-const PROCESSED_CRITICAL: ReadonlySet<string> = new Set([
-  OID.keyUsage,
-  OID.basicConstraints,
-  OID.extKeyUsage,
-  OID.subjectAltName,
-  OID.subjectKeyId,
-  OID.authorityKeyId,
-]);
 
 /** Reads the trust anchor file: exactly one certificate (PEM or DER), a CA that may sign. */
 export function loadTrustAnchor(input: string | Uint8Array): Result<TrustAnchor, TlsError> {
   let ders: Uint8Array[];
   try {
-    ders = decodeCertificates(input);
+    ders = decodeDer(input);
   } catch (e) {
-    return err('E_TLS_ANCHOR', `the CA file does not hold certificates: ${message(e)}`);
+    return err('E_TLS_ANCHOR', `the CA file does not hold certificates: ${describeError(e)}`);
   }
   if (ders.length !== 1) {
     return err('E_TLS_ANCHOR', `the CA file must hold exactly one certificate, it holds ${ders.length}`);
@@ -63,7 +46,7 @@ export function loadTrustAnchor(input: string | Uint8Array): Result<TrustAnchor,
   try {
     certificate = new x509.X509Certificate(der);
   } catch (e) {
-    return err('E_TLS_ANCHOR', `the CA certificate does not parse: ${message(e)}`);
+    return err('E_TLS_ANCHOR', `the CA certificate does not parse: ${describeError(e)}`);
   }
   const facts = inspect(certificate);
   if (!facts.ok) return err('E_TLS_ANCHOR', facts.error.message);
@@ -72,45 +55,6 @@ export function loadTrustAnchor(input: string | Uint8Array): Result<TrustAnchor,
     return err('E_TLS_ANCHOR', `the CA certificate ${certificate.subject} may not sign certificates`);
   }
   return ok({ certificate, der });
-}
-
-/** DER certificates from PEM text (any number of blocks) or from one DER certificate. */
-export function decodeCertificates(input: string | Uint8Array): Uint8Array[] {
-  if (typeof input !== 'string' && input[0] === 0x30) return [input];
-  const text = typeof input === 'string' ? input : Buffer.from(input).toString('utf8');
-  return x509.PemConverter.decode(text).map((buffer) => new Uint8Array(buffer));
-}
-
-interface Facts {
-  readonly ca: boolean;
-  readonly pathLength: number | null;
-  /** KeyUsageFlags bits, null when the extension is absent. */
-  readonly keyUsage: number | null;
-  /** Extended key usage OIDs, null when absent. */
-  readonly extKeyUsage: readonly string[] | null;
-  readonly unprocessedCritical: readonly string[];
-  readonly selfIssued: boolean;
-}
-
-/** The constraints a certificate carries, read once; a malformed extension is an error. */
-function inspect(cert: x509.X509Certificate): Result<Facts, TlsError> {
-  try {
-    const bc = cert.getExtension(x509.BasicConstraintsExtension);
-    const ku = cert.getExtension(x509.KeyUsagesExtension);
-    const eku = cert.getExtension(x509.ExtendedKeyUsageExtension);
-    return ok({
-      ca: bc?.ca === true,
-      pathLength: bc?.pathLength ?? null,
-      keyUsage: ku === null ? null : ku.usages,
-      extKeyUsage: eku === null ? null : eku.usages.map(String),
-      unprocessedCritical: cert.extensions
-        .filter((e) => e.critical && !PROCESSED_CRITICAL.has(e.type))
-        .map((e) => e.type),
-      selfIssued: cert.subject === cert.issuer,
-    });
-  } catch (e) {
-    return err('E_TLS_CERT_INVALID', `certificate ${cert.subject} has a malformed extension: ${message(e)}`);
-  }
 }
 
 interface Candidate {
@@ -151,12 +95,13 @@ export async function verifyClientChain(
       const cert = new x509.X509Certificate(der);
       candidates.push({ der, cert, isAnchor: sameBytes(der, anchor.der) });
     } catch (e) {
-      return err('E_TLS_CERT_INVALID', `presented certificate ${index} does not parse: ${message(e)}`);
+      return err('E_TLS_CERT_INVALID', `presented certificate ${index} does not parse: ${describeError(e)}`);
     }
   }
   const search = new PathSearch(candidates, anchor, now);
   const found = await search.walk([0]);
-  if (found !== null) return ok(found.map((i) => describe(candidates[i] as Candidate)));
+  if (found !== null)
+    return ok(found.map((i) => viewOf((candidates[i] as Candidate).cert, (candidates[i] as Candidate).der)));
   return { ok: false, error: search.failure ?? tlsError('E_TLS_UNTRUSTED', 'no path to the trust anchor') };
 }
 
@@ -286,91 +231,6 @@ function checkPath(path: readonly Candidate[], anchor: TrustAnchor, now: Date): 
   return checkIssuer(anchor.certificate, anchorFacts.value, intermediatesBelow);
 }
 
-function checkIssuer(
-  cert: x509.X509Certificate,
-  f: Facts,
-  intermediatesBelow: number,
-): Result<void, TlsError> {
-  if (!f.ca)
-    return err('E_TLS_NOT_CA', `issuer ${cert.subject} is not a CA (basicConstraints CA:TRUE missing)`);
-  if (f.keyUsage !== null && (f.keyUsage & x509.KeyUsageFlags.keyCertSign) === 0) {
-    return err('E_TLS_KEY_USAGE', `issuer ${cert.subject} may not sign certificates (no keyCertSign)`);
-  }
-  if (f.pathLength !== null && intermediatesBelow > f.pathLength) {
-    return err(
-      'E_TLS_PATH_LENGTH',
-      `issuer ${cert.subject} allows ${f.pathLength} intermediate certificates below it, the path has ${intermediatesBelow}`,
-    );
-  }
-  return ok(undefined);
-}
-
-function checkLeafUsage(cert: x509.X509Certificate, f: Facts): Result<void, TlsError> {
-  if (f.keyUsage !== null && (f.keyUsage & x509.KeyUsageFlags.digitalSignature) === 0) {
-    return err('E_TLS_KEY_USAGE', `client certificate ${cert.subject} may not sign (no digitalSignature)`);
-  }
-  const eku = f.extKeyUsage;
-  if (eku !== null && !eku.includes(OID.clientAuth) && !eku.includes(OID.anyExtendedKeyUsage)) {
-    return err(
-      'E_TLS_KEY_USAGE',
-      `client certificate ${cert.subject} is not for TLS clients (no clientAuth)`,
-    );
-  }
-  return ok(undefined);
-}
-
-function checkValidity(cert: x509.X509Certificate, now: Date): Result<void, TlsError> {
-  if (now < cert.notBefore) {
-    return err(
-      'E_TLS_NOT_YET_VALID',
-      `certificate ${cert.subject} is not valid before ${iso(cert.notBefore)}`,
-      {
-        notBefore: iso(cert.notBefore),
-      },
-    );
-  }
-  if (now > cert.notAfter) {
-    return err('E_TLS_EXPIRED', `certificate ${cert.subject} expired at ${iso(cert.notAfter)}`, {
-      notAfter: iso(cert.notAfter),
-    });
-  }
-  return ok(undefined);
-}
-
-const STRONG_HASHES: ReadonlySet<string> = new Set(['SHA-256', 'SHA-384', 'SHA-512']);
-
-/** SHA-2 signatures or EdDSA, as Albatross allows. */
-function checkAlgorithm(cert: x509.X509Certificate): Result<void, TlsError> {
-  let name = 'unknown';
-  try {
-    const algorithm = cert.signatureAlgorithm as { readonly name?: string; readonly hash?: unknown };
-    name = algorithm.name ?? 'unknown';
-    if (name === 'Ed25519' || name === 'Ed448') return ok(undefined);
-    const hash = algorithm.hash;
-    const hashName =
-      typeof hash === 'string' ? hash : ((hash as { readonly name?: string } | undefined)?.name ?? undefined);
-    if (hashName !== undefined && STRONG_HASHES.has(hashName.toUpperCase())) return ok(undefined);
-    name = `${name} with ${hashName ?? 'no hash'}`;
-  } catch {
-    // An algorithm the library does not know is refused like a weak one.
-  }
-  return err(
-    'E_TLS_SIGNATURE',
-    `certificate ${cert.subject} is signed with a disallowed algorithm (${name})`,
-  );
-}
-
-function describe({ der, cert }: Candidate): PathCertificate {
-  const names = cert.subjectName.getField('CN');
-  return { der, commonName: names[0] ?? null, subject: cert.subject };
-}
-
 function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
   return a.length === b.length && Buffer.compare(a, b) === 0;
-}
-
-const iso = (date: Date): string => date.toISOString();
-
-function message(e: unknown): string {
-  return e instanceof Error ? e.message : String(e);
 }

@@ -6,6 +6,7 @@ import { parseArgs } from 'node:util';
 import type { Logger } from 'pino';
 import { err, ok, type PetrelError, type Result } from '../resources/errors.js';
 import { createTlsEndpoint, socketPaths, TLS_DEFAULTS, type TlsEndpointOptions } from './endpoint.js';
+import { describeError } from './errors.js';
 
 export const TLS_ENDPOINT_USAGE = `usage: petreld tls-endpoint [--run-dir DIR] --ca FILE --cert FILE --key FILE
                             [--ip ADDR] [--port N] [--max-frame-bytes N]
@@ -57,7 +58,7 @@ export function parseTlsEndpointArgs(args: readonly string[]): Result<TlsEndpoin
   try {
     parsed = parseArgs({ args: [...args], options: OPTIONS, allowPositionals: true });
   } catch (e) {
-    return err('E_TLS_USAGE', e instanceof Error ? e.message : String(e));
+    return err('E_TLS_USAGE', describeError(e));
   }
   const { values, positionals } = parsed;
   if (positionals.length !== 0 && positionals.length !== 3) {
@@ -104,7 +105,7 @@ export async function loadTlsEndpointOptions(
     try {
       files.push(await readFile(file, 'utf8'));
     } catch (e) {
-      return err('E_TLS_USAGE', `cannot read ${file}: ${e instanceof Error ? e.message : String(e)}`);
+      return err('E_TLS_USAGE', `cannot read ${file}: ${describeError(e)}`);
     }
   }
   const [ca, cert, key] = files as [string, string, string];
@@ -152,7 +153,7 @@ export async function runTlsEndpoint(
   try {
     await endpoint.value.listen();
   } catch (e) {
-    options.stderr(`petreld tls-endpoint: cannot listen: ${e instanceof Error ? e.message : String(e)}\n`);
+    options.stderr(`petreld tls-endpoint: cannot listen: ${describeError(e)}\n`);
     return 1;
   }
   if (!options.signal.aborted) {

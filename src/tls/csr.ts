@@ -4,6 +4,8 @@
 import { err, ok, type PetrelError, type Result } from '../resources/errors.js';
 import { ALBATROSS_OID, decodeCertExtension, encodeCertExtension } from '../wire/index.js';
 import type { Command } from '../wire/types.js';
+import { decodeDer } from './certs.js';
+import { describeError } from './errors.js';
 import { type KeyPair, signingAlgorithm } from './keys.js';
 import {
   checkCommand,
@@ -55,9 +57,11 @@ export async function signRequest(
 ): Promise<Result<Issued, PetrelError>> {
   let csr: x509.Pkcs10CertificateRequest;
   try {
-    csr = new x509.Pkcs10CertificateRequest(requestBytes(request));
+    const der = decodeDer(request)[0];
+    if (der === undefined) return err('E_PKI_CSR', 'no certificate request found');
+    csr = new x509.Pkcs10CertificateRequest(der);
   } catch (e) {
-    return err('E_PKI_CSR', `not a certificate request: ${e instanceof Error ? e.message : String(e)}`);
+    return err('E_PKI_CSR', `not a certificate request: ${describeError(e)}`);
   }
   if (!(await csr.verify().catch(() => false))) {
     return err('E_PKI_CSR', 'the certificate request is not signed by its own key');
@@ -86,12 +90,6 @@ export async function signRequest(
     issuer,
   });
   return ok(issued);
-}
-
-function requestBytes(request: string | Uint8Array): Uint8Array | string {
-  if (typeof request !== 'string' && request[0] === 0x30) return request;
-  const text = typeof request === 'string' ? request : Buffer.from(request).toString('utf8');
-  return text.trim();
 }
 
 function albatrossCommand(csr: x509.Pkcs10CertificateRequest): Result<Command | null, PetrelError> {

@@ -25,7 +25,7 @@ import { printName } from '../resources/name.js';
 import { DEFAULT_MAX_FRAME } from '../wire/index.js';
 import { loadTrustAnchor, MAX_CHAIN, type TrustAnchor, verifyClientChain } from './chain.js';
 import { type Channel, SocketChannel } from './channel.js';
-import { type TlsError, tlsError } from './errors.js';
+import { describeError, type TlsError, tlsError } from './errors.js';
 import { authorize } from './identity.js';
 import { proxy, type Service } from './proxy.js';
 
@@ -100,10 +100,7 @@ export function createTlsEndpoint(options: TlsEndpointOptions): Result<TlsEndpoi
       secureOptions: constants.SSL_OP_NO_TICKET,
     });
   } catch (e) {
-    return err(
-      'E_TLS_ANCHOR',
-      `the server certificate or key is unusable: ${e instanceof Error ? e.message : e}`,
-    );
+    return err('E_TLS_ANCHOR', `the server certificate or key is unusable: ${describeError(e)}`);
   }
   return ok(new Endpoint(options, anchor.value, context));
 }
@@ -197,7 +194,7 @@ class Endpoint implements TlsEndpoint {
         this.#log.error({
           event: 'tls.internal',
           remote,
-          reason: e instanceof Error ? e.message : String(e),
+          reason: describeError(e),
         });
         socket.destroy();
       });

@@ -60,3 +60,8 @@ export function tlsError(
 ): TlsError {
   return err(code, message, details).error;
 }
+
+/** The message of anything thrown, for error values and logs. */
+export function describeError(e: unknown): string {
+  return e instanceof Error ? e.message : String(e);
+}

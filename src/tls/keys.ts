@@ -3,6 +3,7 @@
 
 import { createPrivateKey, createPublicKey, webcrypto } from 'node:crypto';
 import { err, ok, type PetrelError, type Result } from '../resources/errors.js';
+import { describeError } from './errors.js';
 
 /** WebCrypto types (the project compiles without the DOM library). */
 export type CryptoKey = webcrypto.CryptoKey;
@@ -96,7 +97,7 @@ export async function importPrivateKey(
     pkcs8 = key.export({ format: 'der', type: 'pkcs8' });
     spki = createPublicKey(key).export({ format: 'der', type: 'spki' });
   } catch (e) {
-    return err('E_PKI_KEY', `not a private key: ${e instanceof Error ? e.message : String(e)}`);
+    return err('E_PKI_KEY', `not a private key: ${describeError(e)}`);
   }
   const params = importParams(type);
   const privateKey = await webcrypto.subtle.importKey('pkcs8', pkcs8, params, true, ['sign']);

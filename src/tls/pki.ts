@@ -8,6 +8,7 @@ import { type Name, nameAsPath, printPath } from '../resources/name.js';
 import { isSubPolicy, list, missing, type Policy, usable } from '../resources/policy.js';
 import { ALBATROSS_OID, encodeCertExtension } from '../wire/index.js';
 import type { Command } from '../wire/types.js';
+import { viewOf } from './certs.js';
 import { certificateCommand } from './identity.js';
 import { type CryptoKey, generateKey, type KeyPair, type KeyType, signingAlgorithm } from './keys.js';
 import { x509 } from './x509.js';
@@ -128,7 +129,7 @@ export async function createRootCa(key: KeyPair, name: string, validity: Validit
 
 /** The policy a CA certificate carries, null when it carries none. */
 export function policyOf(cert: x509.X509Certificate): Result<Policy | null, PetrelError> {
-  const command = certificateCommand({ der: new Uint8Array(cert.rawData), commonName: null });
+  const command = certificateCommand(viewOf(cert));
   if (!command.ok) return command;
   if (command.value === null) return ok(null);
   if (command.value.type !== 'policy-add') {

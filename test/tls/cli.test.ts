@@ -9,7 +9,7 @@ import { connect } from 'node:tls';
 import pino from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import { runPetrel } from '../../src/cli/dispatch.js';
-import { decodeCertificates } from '../../src/tls/chain.js';
+import { decodeDer } from '../../src/tls/certs.js';
 import { parseTlsEndpointArgs, runTlsEndpoint } from '../../src/tls/cli.js';
 import { exportPrivateKey, importPrivateKey } from '../../src/tls/keys.js';
 import { issueCommandLeaf } from '../../src/tls/pki.js';
@@ -86,7 +86,7 @@ describe('runTlsEndpoint', () => {
     });
     const port = await until(() => logs.find((l) => l.event === 'tls.listening')?.port as number | undefined);
 
-    const chain = decodeCertificates(await readFile(join(dir, 'alice.pem'), 'utf8')).map(
+    const chain = decodeDer(await readFile(join(dir, 'alice.pem'), 'utf8')).map(
       (d) => new x509.X509Certificate(d),
     );
     const key = await importPrivateKey(await readFile(join(dir, 'alice.key')));

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { unwrap } from '../../src/resources/errors.js';
 import { type Name, parseName } from '../../src/resources/name.js';
 import { makePolicy, type Policy, type PolicyInput } from '../../src/resources/policy.js';
-import type { PathCertificate } from '../../src/tls/chain.js';
+import { type PathCertificate, viewOf } from '../../src/tls/certs.js';
 import { generateKey, type KeyPair, type KeyType, signingAlgorithm } from '../../src/tls/keys.js';
 import { days, type Issuer, issue, type Validity, validityFor } from '../../src/tls/pki.js';
 import { x509 } from '../../src/tls/x509.js';
@@ -152,6 +152,4 @@ export const der = (cert: x509.X509Certificate): Uint8Array => new Uint8Array(ce
 export const ders = (chain: readonly x509.X509Certificate[]): Uint8Array[] => chain.map(der);
 
 /** A PathCertificate for identity tests, without going through verification. */
-export function view(cert: x509.X509Certificate): PathCertificate {
-  return { der: der(cert), commonName: cert.subjectName.getField('CN')[0] ?? null, subject: cert.subject };
-}
+export const view = (cert: x509.X509Certificate): PathCertificate => viewOf(cert);

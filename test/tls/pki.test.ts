@@ -7,7 +7,8 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { runPetrel } from '../../src/cli/dispatch.js';
 import { printName } from '../../src/resources/name.js';
-import { decodeCertificates, loadTrustAnchor, verifyClientChain } from '../../src/tls/chain.js';
+import { decodeDer } from '../../src/tls/certs.js';
+import { loadTrustAnchor, verifyClientChain } from '../../src/tls/chain.js';
 import { createRequest, signRequest } from '../../src/tls/csr.js';
 import { authorize } from '../../src/tls/identity.js';
 import { exportPrivateKey, generateKey, importPrivateKey, KEY_TYPES } from '../../src/tls/keys.js';
@@ -330,7 +331,7 @@ describe('petrel ca', () => {
     expect((await petrel('ca', 'delegate', 'x', '--dir', dir)).code).toBe(2);
     expect((await readFile(join(dir, 'db'), 'utf8')).trim().split('\n')).toHaveLength(4);
 
-    const bobChain = decodeCertificates(await readFile(join(dir, 'alice:bob.pem'), 'utf8')).map(
+    const bobChain = decodeDer(await readFile(join(dir, 'alice:bob.pem'), 'utf8')).map(
       (d) => new x509.X509Certificate(d),
     );
     expect(bobChain.map((c) => c.subject)).toEqual(['CN=bob', 'CN=alice']);

@@ -8,8 +8,9 @@ import { parseArgs } from 'node:util';
 import { err, ok, type PetrelError, type Result } from '../../resources/errors.js';
 import { type Path, parsePath, printPath } from '../../resources/name.js';
 import { makePolicy } from '../../resources/policy.js';
-import { decodeCertificates } from '../../tls/chain.js';
+import { decodeDer, viewOf } from '../../tls/certs.js';
 import { signRequest } from '../../tls/csr.js';
+import { describeError } from '../../tls/errors.js';
 import { delegationOf } from '../../tls/identity.js';
 import {
   exportPrivateKey,
@@ -244,12 +245,9 @@ async function loadIssuer(values: Values, parent: Path | null): Promise<Result<I
   if (!certBytes.ok) return certBytes;
   let chain: x509.X509Certificate[];
   try {
-    chain = decodeCertificates(certBytes.value).map((der) => new x509.X509Certificate(der));
+    chain = decodeDer(certBytes.value).map((der) => new x509.X509Certificate(der));
   } catch (e) {
-    return err(
-      'E_PKI_CERT',
-      `${certFile}: not a certificate (${e instanceof Error ? e.message : String(e)})`,
-    );
+    return err('E_PKI_CERT', `${certFile}: not a certificate (${describeError(e)})`);
   }
   const head = chain[0];
   if (head === undefined) return err('E_PKI_CERT', `${certFile} holds no certificate`);
@@ -261,11 +259,7 @@ async function loadIssuer(values: Values, parent: Path | null): Promise<Result<I
     return err('E_PKI_KEY', `${keyFile} is not the key of the certificate in ${certFile}`);
   }
   if (parent !== null) {
-    const views = chain.map((c) => ({
-      der: new Uint8Array(c.rawData),
-      commonName: c.subjectName.getField('CN')[0] ?? null,
-    }));
-    const delegation = delegationOf(views);
+    const delegation = delegationOf(chain.map((c) => viewOf(c)));
     if (!delegation.ok) return delegation;
     if (printPath(delegation.value.path) !== printPath(parent)) {
       const has = `${printPath(delegation.value.path)}:`;
@@ -318,7 +312,7 @@ async function writeCertificates(
 }
 
 async function record(dir: string, cert: x509.X509Certificate): Promise<void> {
-  await appendFile(join(dir, 'db'), `${cert.serialNumber} ${cert.subjectName.getField('CN')[0] ?? ''}\n`);
+  await appendFile(join(dir, 'db'), `${cert.serialNumber} ${viewOf(cert).commonName ?? ''}\n`);
 }
 
 async function exists(file: string): Promise<boolean> {
@@ -332,6 +326,6 @@ async function readBytes(file: string): Promise<Result<Uint8Array, PetrelError>>
   try {
     return ok(new Uint8Array(await readFile(file)));
   } catch (e) {
-    return err('E_PKI_FILE', `cannot read ${file}: ${e instanceof Error ? e.message : String(e)}`);
+    return err('E_PKI_FILE', `cannot read ${file}: ${describeError(e)}`);
   }
 }
