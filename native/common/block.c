@@ -1,15 +1,12 @@
-/* block.c: the block module: --block and --block-sector-size (solo5.md §1.4),
- * and BLOCK_WRITE / BLOCK_READ (§3.11, §3.13). The tender checks bounds only,
- * not alignment, exactly as solo5-hvt: any guest solo5 accepts works here. */
+/* block.c: the block module's options, --block and --block-sector-size
+ * (solo5.md §1.4): the backing file is opened and sized here, as in solo5. */
 #include "devices.h"
 
-#include <errno.h>
 #include <fcntl.h>
 #include <stdint.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "hypercalls.h"
 #include "util.h"
 
 #define PATH_MAX_WORD 4096
@@ -57,64 +54,4 @@ bool block_option(const char *word, const struct manifest *m)
         return true;
     }
     return false;
-}
-
-/* The BLOCK_* argument structure: handle, offset, data, len, ret (40 bytes). */
-struct block_args {
-    uint64_t handle, offset, data, len;
-    int32_t ret;
-};
-#define BLOCK_ARGS_SIZE 40
-
-static const struct device *block_device(uint64_t handle)
-{
-    if (handle >= MFT_MAX_ENTRIES || devices[handle].kind != MFT_BLOCK_BASIC || devices[handle].fd < 0)
-        return NULL;
-    return &devices[handle];
-}
-
-static int in_range(const struct device *d, const struct block_args *a)
-{
-    return d != NULL && a->len <= (uint64_t)INT64_MAX && a->offset < d->capacity &&
-           a->len <= d->capacity - a->offset;
-}
-
-static void block_io(const struct guest *g, uint64_t gpa, int write)
-{
-    uint8_t *p = guest_out(g, gpa, BLOCK_ARGS_SIZE, write ? "BLOCK_WRITE" : "BLOCK_READ");
-    struct block_args a;
-    memcpy(&a, p, 32);
-    const struct device *d = block_device(a.handle);
-    int32_t ret = SOLO5_R_EINVAL;
-
-    if (in_range(d, &a)) {
-        ssize_t n;
-        if (write) {
-            const void *buf = guest_in(g, a.data, a.len, "BLOCK_WRITE data");
-            n = pwrite(d->fd, buf, a.len, (off_t)a.offset);
-            if (n < 0)
-                die_bare("Fatal error when writing: %s", strerror(errno));
-            if ((uint64_t)n != a.len)
-                die_bare("Fatal error: wrote only %zd out of %lu bytes", n, (unsigned long)a.len);
-        } else {
-            void *buf = guest_out(g, a.data, a.len, "BLOCK_READ data");
-            n = pread(d->fd, buf, a.len, (off_t)a.offset);
-            if (n < 0)
-                die_bare("Fatal error when reading: %s", strerror(errno));
-            if ((uint64_t)n != a.len)
-                die_bare("Fatal error: read only %zd out of %lu bytes", n, (unsigned long)a.len);
-        }
-        ret = SOLO5_R_OK;
-    }
-    memcpy(p + 32, &ret, sizeof ret);
-}
-
-void hc_block_write(const struct guest *g, uint64_t gpa)
-{
-    block_io(g, gpa, 1);
-}
-
-void hc_block_read(const struct guest *g, uint64_t gpa)
-{
-    block_io(g, gpa, 0);
 }

@@ -5,7 +5,6 @@
 #include <string.h>
 #include <sys/random.h>
 
-#include "hypercalls.h"
 #include "util.h"
 
 struct device devices[MFT_MAX_ENTRIES];
@@ -41,7 +40,7 @@ int device_declared(const struct manifest *m, const char *name, uint32_t type)
 
 void devices_setup(struct manifest *m)
 {
-    int missing = 0, have_block = 0, have_net = 0;
+    int missing = 0;
 
     /* Block module, then net module, then the attach check: solo5's order, so
      * an image with several problems reports the same one first. */
@@ -61,9 +60,8 @@ void devices_setup(struct manifest *m)
         uint8_t *e = manifest_entry(m, i);
         memcpy(e + MFT_E_PROPS, &d->capacity, 8);
         memcpy(e + MFT_E_PROPS + 8, &bs, 2);
-        /* The host-private word stays 0: guests have no use for host descriptors. */
+        /* The host-private word stays 0 here; petrel-spt writes the descriptor there. */
         e[MFT_E_ATTACHED] = 1;
-        have_block = 1;
     }
     for (unsigned i = 1; i < m->entries; i++) {
         struct device *d = &devices[i];
@@ -80,7 +78,6 @@ void devices_setup(struct manifest *m)
         memcpy(e + MFT_E_PROPS, d->mac, 6);
         memcpy(e + MFT_E_PROPS + 6, &d->mtu, 2);
         e[MFT_E_ATTACHED] = 1;
-        have_net = 1;
     }
     for (unsigned i = 1; i < m->entries; i++) {
         uint32_t type = manifest_type(m, i);
@@ -92,12 +89,12 @@ void devices_setup(struct manifest *m)
     }
     if (missing)
         die("All declared devices must be attached. See --help for syntax.");
-    if (have_block) {
-        hypercall_register(HC_BLOCK_WRITE, hc_block_write);
-        hypercall_register(HC_BLOCK_READ, hc_block_read);
-    }
-    if (have_net) {
-        hypercall_register(HC_NET_WRITE, hc_net_write);
-        hypercall_register(HC_NET_READ, hc_net_read);
-    }
+}
+
+bool devices_have(uint32_t kind)
+{
+    for (unsigned i = 0; i < MFT_MAX_ENTRIES; i++)
+        if (devices[i].kind == kind && devices[i].fd >= 0)
+            return true;
+    return false;
 }

@@ -1,13 +1,15 @@
-/* devices.h: the block and net modules (solo5.md §1.4, §3.13, §3.14). A device
- * is identified by its manifest entry index, which is also the handle the
- * guest passes in hypercalls. */
+/* devices.h: the block and net modules (solo5.md §1.4, §3.13, §3.14): options,
+ * attaching block files and taps, and the manifest entries the guest sees.
+ * Shared by both tenders; how the guest then does I/O is each tender's own
+ * (hvt: hypercalls, tender/device_calls.c; spt: the guest's own system calls).
+ * A device is identified by its manifest entry index, which is also the
+ * handle the guest uses. */
 #ifndef PETREL_DEVICES_H
 #define PETREL_DEVICES_H
 
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "guest.h"
 #include "manifest.h"
 
 struct device {
@@ -34,8 +36,11 @@ bool block_option(const char *word, const struct manifest *m);
 bool net_option(const char *word, const struct manifest *m);
 
 /* Step 9 of §1.8: block size checks, MACs, the manifest entries the guest sees,
- * the hypercalls each module serves, then every declared device must be attached. */
+ * then every declared device must be attached. */
 void devices_setup(struct manifest *m);
+
+/* Whether a device of this kind (MFT_BLOCK_BASIC, MFT_NET_BASIC) is attached. */
+bool devices_have(uint32_t kind);
 
 /* The manifest index of the device NAME of this type, or -1 after printing
  * solo5's "Resource not declared in manifest" (an undeclared name, or one
@@ -45,12 +50,6 @@ int device_declared(const struct manifest *m, const char *name, uint32_t type);
 /* A device name as the option parser accepts it: [A-Za-z0-9]{1,67} before '='.
  * Returns a pointer just past the '=', or NULL. */
 const char *device_name(const char *s, char name[MFT_NAME_SIZE]);
-
-/* Hypercall handlers of the modules (solo5.md §3.11). */
-void hc_block_write(const struct guest *g, uint64_t gpa);
-void hc_block_read(const struct guest *g, uint64_t gpa);
-void hc_net_write(const struct guest *g, uint64_t gpa);
-void hc_net_read(const struct guest *g, uint64_t gpa);
 
 /* For POLL: the attached net devices' descriptors and handles. */
 unsigned net_pollable(int fds[MFT_MAX_ENTRIES], unsigned handles[MFT_MAX_ENTRIES]);

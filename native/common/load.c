@@ -1,6 +1,7 @@
 /* load.c: loading the image into guest memory with solo5-hvt's rules, in its
  * order, with its messages (solo5.md §3.6). A tender that accepted less would
- * refuse real unikernels; one that accepted more would run images solo5 refuses. */
+ * refuse real unikernels; one that accepted more would run images solo5 refuses.
+ * petrel-spt uses the same rules (solo5.md does not pin spt's loader). */
 #include "image.h"
 
 #include <errno.h>
@@ -27,9 +28,15 @@ static void bad(const struct image *img, const char *fmt, ...)
     die("%s: invalid executable: %s", img->path, what);
 }
 
-void image_load(const struct image *img, struct guest *g, uint64_t *entry, uint64_t *kernel_end)
+/* The host address of guest address a. */
+static void *host(const struct load_target *t, uint64_t a)
 {
-    const uint64_t mem_size = g->mem_size;
+    return (void *)(t->base + (uintptr_t)a);
+}
+
+void image_load(const struct image *img, const struct load_target *t, struct loaded *out)
+{
+    const uint64_t mem_size = t->mem_size;
     const uint64_t e = img->ehdr.e_entry;
     uint64_t e_end = 0, prev_vaddr = 0;
 
@@ -38,10 +45,10 @@ void image_load(const struct image *img, struct guest *g, uint64_t *entry, uint6
             "(%lu < %llu || %lu >= %lu)",
             img->path, (unsigned long)e, GUEST_MIN_LOAD, (unsigned long)e, (unsigned long)mem_size);
 
-    g->ro = calloc(img->ehdr.e_phnum, sizeof *g->ro);
-    if (g->ro == NULL)
+    out->ro = calloc(img->ehdr.e_phnum, sizeof *out->ro);
+    if (out->ro == NULL)
         die_errno("could not allocate segment table");
-    g->n_ro = 0;
+    out->n_ro = 0;
 
     for (unsigned i = 0; i < img->ehdr.e_phnum; i++) {
         const Elf64_Phdr *p = &img->phdrs[i];
@@ -75,10 +82,10 @@ void image_load(const struct image *img, struct guest *g, uint64_t *entry, uint6
                 "(%lu (p_vaddr + p_memsz) > %lu (mem_size))",
                 i, (unsigned long)(v + p->p_memsz), (unsigned long)mem_size);
 
-        ssize_t n = pread(img->fd, g->mem + v, p->p_filesz, (off_t)p->p_offset);
+        ssize_t n = pread(img->fd, host(t, v), p->p_filesz, (off_t)p->p_offset);
         if (n < 0 || (uint64_t)n != p->p_filesz)
             bad(img, "phdr[%u] could not be read (%zd != %lu)", i, n, (unsigned long)p->p_filesz);
-        memset(g->mem + v + p->p_filesz, 0, p->p_memsz - p->p_filesz);
+        memset(host(t, v + p->p_filesz), 0, p->p_memsz - p->p_filesz);
 
         if ((start & (PAGE - 1)) != 0 || (end & (PAGE - 1)) != 0)
             bad(img, "phdr[%u].p_vaddr_start not aligned with architectural page size (%lu & (%lu - 1))",
@@ -87,19 +94,23 @@ void image_load(const struct image *img, struct guest *g, uint64_t *entry, uint6
          * rewrite its own code; solo5 refuses it and so do we. */
         if ((p->p_flags & PF_W) && (p->p_flags & PF_X))
             bad(img, "phdr[%u] requests WRITE and EXEC permissions", i);
-        /* Execute is dropped on the host: the guest executes through KVM, and the
-         * tender never runs guest memory. KVM carries read-only into the guest. */
+        /* hvt: execute is dropped on the host, because the guest executes
+         * through KVM and the tender never runs guest memory; KVM carries
+         * read-only into the guest. spt: the guest's code runs on the host, so
+         * PF_X stays; nothing else of guest memory is ever executable. */
         int prot = PROT_NONE;
         if (p->p_flags & (PF_R | PF_X))
             prot |= PROT_READ;
         if (p->p_flags & PF_W)
             prot |= PROT_WRITE;
-        if (mprotect(g->mem + start, end - start, prot) != 0)
+        if (t->host_exec && (p->p_flags & PF_X))
+            prot |= PROT_EXEC;
+        if (mprotect(host(t, start), end - start, prot) != 0)
             die_errno("%s: could not protect phdr[%u]", img->path, i);
         if (!(prot & PROT_WRITE))
-            g->ro[g->n_ro++] = (struct range){start, end};
+            out->ro[out->n_ro++] = (struct range){start, end};
         e_end = end;
     }
-    *entry = e;
-    *kernel_end = e_end;
+    out->entry = e;
+    out->kernel_end = e_end;
 }

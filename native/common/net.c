@@ -15,7 +15,6 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "hypercalls.h"
 #include "util.h"
 
 #define IFACE_WORD 19 /* solo5 reads at most 19 characters, then IFNAMSIZ applies */
@@ -157,66 +156,6 @@ bool net_option(const char *word, const struct manifest *m)
         return true;
     }
     return false;
-}
-
-/* The NET_* argument structure: handle, data, len, ret (32 bytes). */
-#define NET_ARGS_SIZE 32
-
-static const struct device *net_device(uint64_t handle)
-{
-    if (handle >= MFT_MAX_ENTRIES || devices[handle].kind != MFT_NET_BASIC || devices[handle].fd < 0)
-        return NULL;
-    return &devices[handle];
-}
-
-void hc_net_write(const struct guest *g, uint64_t gpa)
-{
-    uint8_t *p = guest_out(g, gpa, NET_ARGS_SIZE, "NET_WRITE");
-    uint64_t handle, data, len;
-    memcpy(&handle, p, 8);
-    memcpy(&data, p + 8, 8);
-    memcpy(&len, p + 16, 8);
-    const struct device *d = net_device(handle);
-    int32_t ret = SOLO5_R_EINVAL;
-
-    if (d != NULL) {
-        const void *buf = guest_in(g, data, len, "NET_WRITE data");
-        ssize_t n = write(d->fd, buf, len);
-        /* A full queue drops the frame, which solo5's API allows; exiting would
-         * turn a traffic burst into a dead VM. */
-        if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != ENOBUFS && errno != EINTR)
-            die_bare("Fatal error when writing: %s", strerror(errno));
-        if (n >= 0 && (uint64_t)n != len)
-            die_bare("Fatal error: wrote only %zd out of %lu bytes", n, (unsigned long)len);
-        ret = SOLO5_R_OK;
-    }
-    memcpy(p + 24, &ret, sizeof ret);
-}
-
-void hc_net_read(const struct guest *g, uint64_t gpa)
-{
-    uint8_t *p = guest_out(g, gpa, NET_ARGS_SIZE, "NET_READ");
-    uint64_t handle, data, len;
-    memcpy(&handle, p, 8);
-    memcpy(&data, p + 8, 8);
-    memcpy(&len, p + 16, 8);
-    const struct device *d = net_device(handle);
-    int32_t ret = SOLO5_R_EINVAL;
-
-    if (d != NULL) {
-        void *buf = guest_out(g, data, len, "NET_READ data");
-        ssize_t n = read(d->fd, buf, len);
-        if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
-            die_bare("Fatal error when reading: %s", strerror(errno));
-        if (n <= 0) {
-            ret = SOLO5_R_AGAIN;
-        } else {
-            uint64_t got = (uint64_t)n;
-            memcpy(p + 16, &got, 8);
-            ret = SOLO5_R_OK;
-        }
-    }
-    memcpy(p + 24, &ret, sizeof ret);
 }
 
 unsigned net_pollable(int fds[MFT_MAX_ENTRIES], unsigned handles[MFT_MAX_ENTRIES])

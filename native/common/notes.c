@@ -1,6 +1,7 @@
-/* notes.c: finding and checking the Solo5 notes the way solo5-hvt does
+/* notes.c: finding and checking the Solo5 notes the way solo5's tenders do
  * (solo5.md §2.1-§2.4): through PT_NOTE program headers, looking only at the
- * first note of each segment, with solo5's size limits and messages. */
+ * first note of each segment, with solo5's size limits and messages. The
+ * tender says which ABI target and version it speaks. */
 #include "image.h"
 
 #include <errno.h>
@@ -93,7 +94,7 @@ static uint8_t *find_note(const struct image *img, uint32_t type, uint32_t max, 
     return NULL;
 }
 
-static void check_abi(const struct image *img)
+static void check_abi(const struct image *img, const struct abi *abi)
 {
     uint32_t dsz;
     unsigned i;
@@ -106,9 +107,9 @@ static void check_abi(const struct image *img)
     memcpy(&target, d, 4);
     memcpy(&version, d + 4, 4);
     free(d);
-    if (target != HVT_ABI_TARGET)
-        die("%s: Executable is not for the solo5-hvt target", img->path);
-    if (version != HVT_ABI_VERSION)
+    if (target != abi->target)
+        die("%s: Executable is not for the %s target", img->path, abi->target_name);
+    if (version != abi->version)
         die("%s: Executable requests unsupported ABI version %u", img->path, version);
 }
 
@@ -132,7 +133,7 @@ static void read_manifest(struct image *img)
         die("%s: Solo5 manifest is invalid", img->path);
 }
 
-void image_open(struct image *img, const char *path)
+void image_open(struct image *img, const char *path, const struct abi *abi)
 {
     memset(img, 0, sizeof *img);
     img->path = path;
@@ -140,6 +141,6 @@ void image_open(struct image *img, const char *path)
     if (img->fd < 0)
         die_errno("%s: Could not open", path);
     read_header(img);
-    check_abi(img);
+    check_abi(img, abi);
     read_manifest(img);
 }

@@ -7,17 +7,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "image.h"
 #include "manifest.h"
 
-#define GUEST_MIN_LOAD 0x100000ULL
 #define GUEST_BOOT_INFO 0x10000ULL
 #define GUEST_GDT 0x1000ULL
 #define GUEST_PML4 0x2000ULL
 #define GUEST_CMDLINE_SIZE 8192
-
-struct range {
-    uint64_t start, end;
-};
 
 struct guest {
     uint8_t *mem;

@@ -17,14 +17,16 @@
  *
  * It offers no ring I/O and installs no seccomp filter. */
 #include <string.h>
-#include <sys/personality.h>
 
 #include "args.h"
+#include "cli.h"
+#include "device_calls.h"
 #include "devices.h"
 #include "guest.h"
 #include "hypercalls.h"
 #include "image.h"
 #include "kvm.h"
+#include "process.h"
 #include "signals.h"
 #include "util.h"
 
@@ -33,40 +35,39 @@ int main(int argc, char *argv[])
     const char *slash = argc > 0 ? strrchr(argv[0], '/') : NULL;
     if (argc > 0)
         prog = slash ? slash + 1 : argv[0];
-    signals_parent_death();
+    die_with_parent();
 
-    int kernel = args_pass1(argc, argv);
+    int kernel = args_pass1(&hvt_cli, argc, argv);
 
     struct image img;
-    image_open(&img, argv[kernel]);
+    image_open(&img, argv[kernel], &hvt_abi);
 
     devices_init();
-    uint64_t requested = args_pass2(argc, argv, kernel, &img.mft);
+    int64_t mib = args_pass2(&hvt_cli, argc, argv, kernel, &img.mft);
 
     signals_install();
 
-    struct guest g = {.mem_size = args_mem_size(requested)};
+    struct guest g = {.mem_size = hvt_mem_size(mib)};
 
     struct vm vm;
     vm_create(&vm, &g);
 
-    uint64_t entry, kernel_end;
-    image_load(&img, &g, &entry, &kernel_end);
+    struct loaded l;
+    const struct load_target t = {.base = (uintptr_t)g.mem, .mem_size = g.mem_size, .host_exec = false};
+    image_load(&img, &t, &l);
+    g.ro = l.ro;
+    g.n_ro = l.n_ro;
 
     guest_write_tables(&g);
-    uint64_t hz = vm_setup_vcpu(&vm, entry, g.mem_size);
+    uint64_t hz = vm_setup_vcpu(&vm, l.entry, g.mem_size);
 
     hypercalls_init();
     devices_setup(&img.mft);
+    device_calls_register();
 
-    guest_write_boot_info(&g, kernel_end, hz, &img.mft, argc - kernel - 1, argv + kernel + 1);
+    guest_write_boot_info(&g, l.kernel_end, hz, &img.mft, argc - kernel - 1, argv + kernel + 1);
 
-    /* With READ_IMPLIES_EXEC every readable mapping of the tender, guest
-     * memory included, would be executable on the host. solo5 refuses too. */
-    int persona = personality(0xffffffff);
-    if (persona != -1 && (persona & READ_IMPLIES_EXEC))
-        die("Cowardly refusing to run with a sys_personality of READ_IMPLIES_EXEC. Please report a bug, "
-            "with details of your Linux distribution and GCC version");
+    refuse_read_implies_exec();
 
     return vm_run(&vm, &g);
 }

@@ -1,4 +1,4 @@
-/* signals.c: SIGTERM/SIGINT handling and the parent-death signal.
+/* signals.c: SIGTERM/SIGINT handling (the parent-death signal is common/process.c).
  *
  * The handler is installed where solo5-hvt installs it (after the option,
  * ELF and manifest checks, before the VM exists), so the statuses a
@@ -11,7 +11,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <unistd.h>
 
 #include "util.h"
@@ -42,18 +41,4 @@ void signals_install(void)
     sigfillset(&sa.sa_mask); /* nothing else may run inside the handler */
     if (sigaction(SIGTERM, &sa, NULL) != 0 || sigaction(SIGINT, &sa, NULL) != 0)
         die_errno("Could not install signal handler");
-}
-
-void signals_parent_death(void)
-{
-    /* SIGKILL, not SIGTERM: a tender whose daemon is gone has nobody to report
-     * to, and SIGKILL also ends it in states no handler could (§1.12). The
-     * signal follows the parent *thread*; the daemon spawns from its main
-     * thread. If the parent died before prctl took effect we were already
-     * reparented: notice it and leave. */
-    pid_t parent = getppid();
-    if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0)
-        die_errno("Could not set the parent-death signal");
-    if (getppid() != parent)
-        _exit(1);
 }
