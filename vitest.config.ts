@@ -8,6 +8,8 @@ export default defineConfig({
         test: {
           name: 'unit',
           include: ['test/**/*.test.ts'],
+          // One throwaway PostgreSQL cluster shared by the fleet tests (scripts/test-postgres.sh).
+          globalSetup: ['test/fleet/global-setup.ts'],
           testTimeout: 30_000,
           hookTimeout: 30_000,
         },

@@ -7,11 +7,12 @@ import path from 'node:path';
 import { type ConsoleReader, type LineSink, openConsoleReader } from '../console/reader.js';
 import { readBlockData, replaceBlockData } from '../host/blockdata.js';
 import { checkBridges } from '../host/bridges.js';
-import { listFifos, makeFifo, removeFifoAt } from '../host/fifo.js';
+import { FifoPool, listFifos, makeFifo, removeFifoAt, SPARE_PREFIX } from '../host/fifo.js';
 import {
   createBlockFile,
   ioError,
   removeBlockFile,
+  replaceKeepingBackup,
   unlinkIfPresent,
   writeFileAtomic,
   writeImage,
@@ -92,6 +93,7 @@ export function createHost(options: HostOptions): EngineHost {
       ? { prefix: options.tapPrefix }
       : { prefix: options.tapPrefix, netns: options.netns };
   const versions = new TenderVersionCache();
+  const fifos = new FifoPool(options.runDir);
   const statePath = path.join(options.stateDir, 'state');
 
   return {
@@ -122,7 +124,7 @@ export function createHost(options: HostOptions): EngineHost {
     },
 
     writeImage: (name, image) => writeImage(options.runDir, name, image),
-    makeFifo: (name) => makeFifo(options.runDir, name),
+    makeFifo: (name) => makeFifo(options.runDir, name, fifos.create),
     createTap: (bridge) => createTap(bridge, net),
     openConsole: (fifo, sink) => openConsoleReader(fifo, sink),
 
@@ -172,16 +174,7 @@ export function createHost(options: HostOptions): EngineHost {
       return ok(found);
     },
 
-    async writeState(bytes) {
-      const current = await readOptional(statePath);
-      if (!current.ok) return current;
-      if (current.value !== null) {
-        const backup = await writeFileAtomic(path.join(options.stateDir, 'state.bak'), current.value);
-        if (!backup.ok) return backup;
-      }
-      const written = await writeFileAtomic(statePath, bytes);
-      return written.ok ? ok(undefined) : written;
-    },
+    writeState: (bytes) => replaceKeepingBackup(statePath, path.join(options.stateDir, 'state.bak'), bytes),
 
     readState: () => readOptional(statePath),
 
@@ -208,11 +201,16 @@ export function createHost(options: HostOptions): EngineHost {
           removed.ok ? `removed tap ${tap}` : `could not remove tap ${tap}: ${removed.error.message}`,
         );
       }
-      const fifos = await listFifos(options.runDir);
-      if (!fifos.ok) return fifos;
-      for (const fifo of fifos.value.fifos) {
+      const listed = await listFifos(options.runDir);
+      if (!listed.ok) return listed;
+      for (const fifo of listed.value.fifos) {
         await rm(fifo, { force: true });
         done.push(`removed fifo ${path.basename(fifo)}`);
+      }
+      for (const other of listed.value.others) {
+        if (!path.basename(other).startsWith(SPARE_PREFIX)) continue;
+        await rm(other, { recursive: true, force: true });
+        done.push(`removed spare fifos ${path.basename(other)}`);
       }
       let entries: string[] = [];
       try {

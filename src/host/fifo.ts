@@ -2,7 +2,8 @@
 // `mkfifo` command (Node has no mkfifo(2)), checked to really be a FIFO, removed with its undo.
 
 import type { Dirent } from 'node:fs';
-import { chmod, lstat, mkdir, readdir } from 'node:fs/promises';
+import { chmod, lstat, mkdir, readdir, rename } from 'node:fs/promises';
+import path from 'node:path';
 import { err, ok, type PetrelError, PetrelException, type Result } from '../resources/errors.js';
 import type { Name } from '../resources/name.js';
 import { runCommand } from './command.js';
@@ -30,15 +31,23 @@ function notFifo(file: string): Result<never, FifoError> {
   return err('E_HOST_NOT_FIFO', `file ${file} exists and is not a fifo`, { path: file });
 }
 
+/** How a new FIFO comes into being at a path: `mkfifo` by default, or from a FifoPool. */
+export type FifoCreator = (file: string) => Promise<Result<unknown, FifoError>>;
+
+const mkfifo: FifoCreator = (file) => runCommand('mkfifo', ['-m', FIFO_MODE.toString(8), '--', file]);
+
 /** Creates a FIFO at `file` (mode 0640) unless one is there; anything else there is refused. */
-export async function makeFifoAt(file: string): Promise<Result<Undoable<string>, FifoError>> {
+export async function makeFifoAt(
+  file: string,
+  create: FifoCreator = mkfifo,
+): Promise<Result<Undoable<string>, FifoError>> {
   const before = await kindOf(file);
   if (!before.ok) return before;
   if (before.value === 'other') return notFifo(file);
   // A FIFO left from an earlier run of this name is reused as Albatross does, and left in place
   // on undo: its reader (the console) may still hold it.
   if (before.value === 'fifo') return ok({ value: file, undo: async () => undefined });
-  const made = await runCommand('mkfifo', ['-m', FIFO_MODE.toString(8), '--', file]);
+  const made = await create(file);
   if (!made.ok) {
     const now = await kindOf(file);
     if (now.ok && now.value === 'other') return notFifo(file);
@@ -65,7 +74,11 @@ export async function makeFifoAt(file: string): Promise<Result<Undoable<string>,
 }
 
 /** Makes `<run-dir>/fifo/<name>` (creating `<run-dir>/fifo` if needed). */
-export async function makeFifo(runDir: string, name: Name): Promise<Result<Undoable<string>, FifoError>> {
+export async function makeFifo(
+  runDir: string,
+  name: Name,
+  create: FifoCreator = mkfifo,
+): Promise<Result<Undoable<string>, FifoError>> {
   const file = fifoPath(runDir, name);
   if (!file.ok) return file;
   const dir = fifoDir(runDir);
@@ -74,8 +87,61 @@ export async function makeFifo(runDir: string, name: Name): Promise<Result<Undoa
   } catch (cause) {
     return { ok: false, error: ioError('mkdir', dir, cause) };
   }
-  return makeFifoAt(file.value);
+  return makeFifoAt(file.value, create);
 }
+
+/** Spare FIFOs made per `mkfifo` run. */
+const BATCH = 32;
+
+/**
+ * Makes FIFOs in batches: Node has no mkfifo(2), and a process per unikernel costs
+ * milliseconds, so one `mkfifo` run makes BATCH spares in `<run-dir>/fifo/.spare-<pid>` and each
+ * console FIFO is then a rename. Start-up cleanup removes spares a previous run left.
+ */
+export class FifoPool {
+  readonly #dir: string;
+  readonly #spare: string[] = [];
+  #made = 0;
+  #refilling: Promise<Result<unknown, FifoError>> | null = null;
+
+  constructor(runDir: string) {
+    this.#dir = path.join(fifoDir(runDir), `${SPARE_PREFIX}${process.pid}`);
+  }
+
+  readonly create: FifoCreator = async (file) => {
+    if (this.#spare.length === 0) {
+      this.#refilling ??= this.#refill().finally(() => {
+        this.#refilling = null;
+      });
+      const refilled = await this.#refilling;
+      if (!refilled.ok) return refilled;
+    }
+    const spare = this.#spare.pop();
+    if (spare === undefined) return this.create(file);
+    try {
+      await rename(spare, file);
+      return ok(undefined);
+    } catch (cause) {
+      return { ok: false, error: ioError('rename', file, cause) };
+    }
+  };
+
+  async #refill(): Promise<Result<unknown, FifoError>> {
+    try {
+      await mkdir(this.#dir, { recursive: true, mode: 0o700 });
+    } catch (cause) {
+      return { ok: false, error: ioError('mkdir', this.#dir, cause) };
+    }
+    const names = Array.from({ length: BATCH }, () => path.join(this.#dir, String(this.#made++)));
+    const made = await runCommand('mkfifo', ['-m', FIFO_MODE.toString(8), '--', ...names]);
+    if (!made.ok) return made;
+    this.#spare.push(...names);
+    return ok(undefined);
+  }
+}
+
+/** Directory-name prefix of spare FIFOs inside `<run-dir>/fifo`. */
+export const SPARE_PREFIX = '.spare-';
 
 /** Removes the FIFO at `file`; absent is fine; any other kind of file is refused, untouched. */
 export async function removeFifoAt(file: string): Promise<Result<void, FifoError>> {

@@ -2,7 +2,7 @@
 // without following symlinks, and every change handed back with its undo.
 
 import { randomBytes } from 'node:crypto';
-import { constants, type FileHandle, lstat, mkdir, open, rename, unlink } from 'node:fs/promises';
+import { constants, type FileHandle, link, lstat, mkdir, open, rename, unlink } from 'node:fs/promises';
 import path from 'node:path';
 import { err, ok, type PetrelError, PetrelException, type Result } from '../resources/errors.js';
 import type { Name } from '../resources/name.js';
@@ -113,6 +113,7 @@ async function replaceAtomically(
   file: string,
   data: Uint8Array,
   mode: number,
+  durable = true,
 ): Promise<Result<void, FileError>> {
   const dir = path.dirname(file);
   const temp = sideName(file, '.', TEMP_MARK);
@@ -123,12 +124,12 @@ async function replaceAtomically(
     await handle.value.writeFile(data);
     await handle.value.chmod(mode);
     step = 'fsync';
-    await handle.value.sync();
+    if (durable) await handle.value.sync();
     await handle.value.close();
     step = 'rename';
     await rename(temp, file);
     step = 'fsync directory of';
-    await fsyncDir(dir);
+    if (durable) await fsyncDir(dir);
     return ok(undefined);
   } catch (cause) {
     await handle.value.close().catch(() => undefined);
@@ -140,6 +141,12 @@ async function replaceAtomically(
 export interface WriteOptions {
   /** Permission bits of the new file. Default 0o600. */
   readonly mode?: number;
+  /**
+   * fsync the file and its directory (default true). Artefacts of the run directory are
+   * recreated at every start, so only a crash of petreld — not of the machine — must not see
+   * them half-written, and the rename alone guarantees that.
+   */
+  readonly durable?: boolean;
 }
 
 /**
@@ -155,7 +162,7 @@ export async function writeFileAtomic(
 ): Promise<Result<Undoable<string>, FileError>> {
   const previous = await previousContent(file);
   if (!previous.ok) return previous;
-  const written = await replaceAtomically(file, data, options.mode ?? 0o600);
+  const written = await replaceAtomically(file, data, options.mode ?? 0o600, options.durable ?? true);
   if (!written.ok) return written;
   const before = previous.value;
   const undo = async (): Promise<void> => {
@@ -179,7 +186,7 @@ export async function writeImage(
 ): Promise<Result<Undoable<string>, FileError>> {
   const file = imagePath(runDir, name);
   if (!file.ok) return file;
-  return writeFileAtomic(file.value, image, options);
+  return writeFileAtomic(file.value, image, { durable: false, ...options });
 }
 
 /** Bytes of a block device of `sizeMiB` MiB, or Albatross' error for sizes that make none. */
@@ -282,4 +289,22 @@ export async function removeBlockFile(
       await fsyncDir(dir);
     },
   });
+}
+
+/**
+ * Replaces `file` durably, first keeping what it held as `backup` (a hard link, so no copy): a
+ * crash leaves `file` complete, old or new, and `backup` the version before the last write.
+ */
+export async function replaceKeepingBackup(
+  file: string,
+  backup: string,
+  data: Uint8Array,
+): Promise<Result<void, FileError>> {
+  try {
+    await unlinkIfPresent(backup);
+    await link(file, backup);
+  } catch (cause) {
+    if ((cause as NodeJS.ErrnoException).code !== 'ENOENT') return fail(ioError('link', backup, cause));
+  }
+  return replaceAtomically(file, data, 0o600);
 }

@@ -85,7 +85,7 @@ export async function writePidRecord(
   } catch (cause) {
     return { ok: false, error: ioError('mkdir', tendersDir(runDir), cause) };
   }
-  const written = await writeFileAtomic(file.value, Buffer.from(`${pid} ${start}\n`));
+  const written = await writeFileAtomic(file.value, Buffer.from(`${pid} ${start}\n`), { durable: false });
   if (!written.ok) return written;
   return ok({ value: { name, path: file.value, pid, startTime: start }, undo: written.value.undo });
 }

@@ -5,12 +5,23 @@
 // which plays the canary's behaviour for the mode in the guest arguments instead of executing
 // guest code (native/tools/fake-kvm.c).
 
-import { closeSync, openSync } from 'node:fs';
+import { closeSync, existsSync, openSync } from 'node:fs';
 import { chmod, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-export const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+/** The repository root: the nearest directory with a package.json (also from dist/). */
+function findRepo(): string {
+  let dir = path.dirname(fileURLToPath(import.meta.url));
+  while (!existsSync(path.join(dir, 'package.json'))) {
+    const parent = path.dirname(dir);
+    if (parent === dir) throw new Error('no package.json above test/engine/guest.ts');
+    dir = parent;
+  }
+  return dir;
+}
+
+export const repo = findRepo();
 export const build = path.join(repo, 'native', 'build');
 export const canaryImage = path.join(build, 'canary.hvt');
 export const canaryNetImage = path.join(build, 'canary-net.hvt');
