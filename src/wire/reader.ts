@@ -107,11 +107,6 @@ export class Reader {
     return this.#tlvStart;
   }
 
-  /** The whole encoding (identifier, length, content) of the TLV read last. */
-  lastTlv(): Uint8Array {
-    return this.bytes.subarray(this.#tlvStart, this.#pos);
-  }
-
   /** Content of the next primitive TLV with identifier `tag`, as absolute [start, end). */
   #primitive(tag: number, what?: string): number {
     this.expect(tag, what);
@@ -198,13 +193,6 @@ export class Reader {
       );
     }
     return Number(value);
-  }
-
-  /** A non-negative INTEGER that fits a number (sizes, ids, counts). */
-  count(what: string): number {
-    const value = this.int(what);
-    if (value < 0) fault('E_WIRE_INT_RANGE', `${what} must not be negative (${value})`, this.#tlvStart);
-    return value;
   }
 
   #checkedInteger(what?: string): number {
