@@ -1,7 +1,6 @@
 /* hvt.h: the guest side of the solo5 hvt ABI, version 2 (solo5.md §3): the
- * boot information, the manifest entries and the hypercall structures, and
- * the one instruction that makes a hypercall. Written from the spec, not from
- * solo5's headers. */
+ * boot information, the hypercall structures, and the one instruction that
+ * makes a hypercall. Written from the spec, not from solo5's headers. */
 #ifndef CANARY_HVT_H
 #define CANARY_HVT_H
 
@@ -19,26 +18,8 @@ struct hvt_boot_info {
 };
 _Static_assert(sizeof(struct hvt_boot_info) == 56, "boot info is 56 bytes");
 
-#define MFT_BLOCK_BASIC 1u
-#define MFT_NET_BASIC 2u
-#define MFT_RESERVED_FIRST 0x40000000u
-
-/* 104 bytes; byte arrays for the unions so the layout is explicit. */
-struct mft_entry {
-    char name[68];
-    uint32_t type;
-    uint8_t props[16]; /* block: capacity u64 @0, block_size u16 @8; net: mac @0, mtu u16 @6 */
-    uint8_t host_private[8];
-    uint8_t attached;
-    uint8_t pad[7];
-};
-_Static_assert(sizeof(struct mft_entry) == 104, "manifest entry is 104 bytes");
-
-struct mft {
-    uint32_t version;
-    uint32_t entries;
-    struct mft_entry e[];
-};
+/* What the tender passed in RDI (hvt.c). */
+extern const struct hvt_boot_info *boot;
 
 enum {
     HVT_WALLTIME = 1,
@@ -57,10 +38,6 @@ struct hvt_poll { uint64_t timeout_nsecs, ready_set; int32_t ret; };
 struct hvt_block { uint64_t handle, offset, data, len; int32_t ret; };
 struct hvt_net { uint64_t handle, data, len; int32_t ret; };
 struct hvt_halt { uint64_t cookie; int32_t exit_status; };
-
-#define SOLO5_R_OK 0
-#define SOLO5_R_AGAIN 1
-#define SOLO5_R_EINVAL 2
 
 /* A 32-bit OUT of the structure's guest-physical address (identity-mapped, so
  * its pointer) to port 0x500 + n. The memory clobber makes the compiler store
