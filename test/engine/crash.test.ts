@@ -72,7 +72,7 @@ async function observe(dir: string, netns: ReturnType<typeof makeNetns>) {
   const images = (await readdir(run).catch(() => []))
     .filter((f) => f.endsWith('.img'))
     .map((f) => path.basename(f, '.img'));
-  const fifos = await readdir(`${run}/fifo`).catch(() => []);
+  const fifos = (await readdir(`${run}/fifo`).catch(() => [])).filter((f) => !f.startsWith('.spare-'));
   const taps = netns
     .links()
     .split(' ')

@@ -135,12 +135,15 @@ export async function makeEngine(
     async snapshot() {
       const list = async (d: string): Promise<string> => {
         const entries = await readdir(d, { withFileTypes: true, recursive: true }).catch(() => []);
-        return entries
-          .filter((e) => !e.isDirectory())
-          .map((e) => path.relative(dir, path.join(e.parentPath, e.name)))
-          .filter((p) => !p.includes('.petrel-tmp-'))
-          .sort()
-          .join(' ');
+        return (
+          entries
+            .filter((e) => !e.isDirectory())
+            .map((e) => path.relative(dir, path.join(e.parentPath, e.name)))
+            // Temporary files and spare FIFOs (src/host/fifo.ts FifoPool) are not artefacts.
+            .filter((p) => !p.includes('.petrel-tmp-') && !p.includes('/.spare-'))
+            .sort()
+            .join(' ')
+        );
       };
       const state = await readFile(path.join(stateDir, 'state')).catch(() => Buffer.alloc(0));
       return `links: ${netns.links()}\nrun: ${await list(runDir)}\nstate: ${await list(stateDir)}\nstate bytes: ${state.toString('hex')}`;
