@@ -4,6 +4,7 @@
 
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { isDeepStrictEqual } from 'node:util';
 import fc from 'fast-check';
 import { expect, test } from 'vitest';
 import type { WireResult } from '../src/wire/errors.js';
@@ -73,7 +74,8 @@ function decodeAndRewrite(bytes: Uint8Array): void {
   if (!once.ok) return;
   const again = decodeWire(once.value);
   expect(again.ok).toBe(true);
-  if (again.ok) expect(encodeWire(again.value as Wire)).toEqual(once);
+  const twice = again.ok ? encodeWire(again.value as Wire) : again;
+  if (!isDeepStrictEqual(twice, once)) expect(twice).toEqual(once);
 }
 
 function decodeStateAndRewrite(bytes: Uint8Array): void {
