@@ -2,6 +2,7 @@
 // library: issuers are linked by name AND by the issuer's key verifying the signature, so a
 // look-alike (same subject, other key) never stands in for the real intermediate (semantics §14.1).
 
+import { createHash } from 'node:crypto';
 import { err, ok, type Result } from '../resources/errors.js';
 import {
   checkAlgorithm,
@@ -9,11 +10,13 @@ import {
   checkLeafUsage,
   checkValidity,
   decodeDer,
+  type Facts,
   inspect,
   type PathCertificate,
   viewOf,
 } from './certs.js';
 import { describeError, type TlsError, tlsError } from './errors.js';
+import type { CryptoKey } from './keys.js';
 import { x509 } from './x509.js';
 
 export type { PathCertificate };
@@ -25,6 +28,8 @@ export const MAX_CHAIN = 10;
 export interface TrustAnchor {
   readonly certificate: x509.X509Certificate;
   readonly der: Uint8Array;
+  /** Read once at load: the anchor's constraints apply to every path. */
+  readonly facts: Facts;
 }
 
 /** Leaf first, then its issuers; the trust anchor is included only if the client sent it. */
@@ -54,14 +59,47 @@ export function loadTrustAnchor(input: string | Uint8Array): Result<TrustAnchor,
   if (facts.value.keyUsage !== null && (facts.value.keyUsage & x509.KeyUsageFlags.keyCertSign) === 0) {
     return err('E_TLS_ANCHOR', `the CA certificate ${certificate.subject} may not sign certificates`);
   }
-  return ok({ certificate, der });
+  return ok({ certificate, der, facts: facts.value });
+}
+
+/** A parsed certificate with what verification derives from it, computed on first use. */
+interface Parsed {
+  readonly cert: x509.X509Certificate;
+  /** inspect() of the certificate (parsing extensions is not free). */
+  facts?: Result<Facts, TlsError>;
+  /** Its key imported into WebCrypto, per signature algorithm it verifies (RSA keys are bound to a hash). */
+  readonly keys: Map<string, Promise<CryptoKey | null>>;
 }
 
 interface Candidate {
   readonly der: Uint8Array;
-  readonly cert: x509.X509Certificate;
+  readonly parsed: Parsed;
   /** The same bytes as the trust anchor: the client sent the anchor along. */
   readonly isAnchor: boolean;
+}
+
+/**
+ * Issuer certificates come back on every connection of a client (its delegation chain), so the
+ * parsed forms of the last few are kept, keyed by the SHA-256 of their DER. Leaves are fresh
+ * each time (and may carry an image), so they are not kept.
+ */
+const ISSUER_CACHE_SIZE = 128;
+const issuerCache = new Map<string, Parsed>();
+const anchorParsed = new WeakMap<TrustAnchor, Parsed>();
+
+function parse(der: Uint8Array, keep: boolean): Parsed {
+  if (!keep) return { cert: new x509.X509Certificate(der), keys: new Map() };
+  const digest = createHash('sha256').update(der).digest('hex');
+  const cached = issuerCache.get(digest);
+  if (cached !== undefined) {
+    issuerCache.delete(digest);
+    issuerCache.set(digest, cached);
+    return cached;
+  }
+  const parsed: Parsed = { cert: new x509.X509Certificate(der), keys: new Map() };
+  issuerCache.set(digest, parsed);
+  if (issuerCache.size > ISSUER_CACHE_SIZE) issuerCache.delete(issuerCache.keys().next().value as string);
+  return parsed;
 }
 
 /** Partial paths the search may extend before it gives up. */
@@ -92,16 +130,18 @@ export async function verifyClientChain(
   const candidates: Candidate[] = [];
   for (const [index, der] of presented.entries()) {
     try {
-      const cert = new x509.X509Certificate(der);
-      candidates.push({ der, cert, isAnchor: sameBytes(der, anchor.der) });
+      candidates.push({ der, parsed: parse(der, index > 0), isAnchor: sameBytes(der, anchor.der) });
     } catch (e) {
       return err('E_TLS_CERT_INVALID', `presented certificate ${index} does not parse: ${describeError(e)}`);
     }
   }
   const search = new PathSearch(candidates, anchor, now);
   const found = await search.walk([0]);
-  if (found !== null)
-    return ok(found.map((i) => viewOf((candidates[i] as Candidate).cert, (candidates[i] as Candidate).der)));
+  if (found !== null) {
+    return ok(
+      found.map((i) => viewOf((candidates[i] as Candidate).parsed.cert, (candidates[i] as Candidate).der)),
+    );
+  }
   return { ok: false, error: search.failure ?? tlsError('E_TLS_UNTRUSTED', 'no path to the trust anchor') };
 }
 
@@ -111,6 +151,7 @@ class PathSearch {
   readonly #now: Date;
   /** Memoized "is cert i signed by the key of j" (j = -1: the trust anchor). */
   readonly #signatures = new Map<string, Promise<boolean>>();
+  readonly #anchorParsed: Parsed;
   #failure: { error: TlsError; rank: number } | null = null;
   #budget = SEARCH_BUDGET;
 
@@ -118,6 +159,12 @@ class PathSearch {
     this.#certs = certs;
     this.#anchor = anchor;
     this.#now = now;
+    let parsed = anchorParsed.get(anchor);
+    if (parsed === undefined) {
+      parsed = { cert: anchor.certificate, facts: ok(anchor.facts), keys: new Map() };
+      anchorParsed.set(anchor, parsed);
+    }
+    this.#anchorParsed = parsed;
   }
 
   get failure(): TlsError | null {
@@ -135,8 +182,9 @@ class PathSearch {
       this.#record(tlsError('E_TLS_UNTRUSTED', 'too many candidate paths'), RANK.pathCheck + 1);
       return null;
     }
-    const last = this.#certs[path.at(-1) as number] as Candidate;
-    if (last.isAnchor) return this.#complete(path);
+    const last = (this.#certs[path.at(-1) as number] as Candidate).parsed;
+    const lastIsAnchor = (this.#certs[path.at(-1) as number] as Candidate).isAnchor;
+    if (lastIsAnchor) return this.#complete(path);
     // A name match whose signature fails is a look-alike; a linked issuer that led nowhere has
     // recorded its own failure further up.
     let nameMatched = false;
@@ -151,7 +199,8 @@ class PathSearch {
       }
     }
     for (const [j, candidate] of this.#certs.entries()) {
-      if (path.includes(j) || candidate.isAnchor || candidate.cert.subject !== last.cert.issuer) continue;
+      if (path.includes(j) || candidate.isAnchor || candidate.parsed.cert.subject !== last.cert.issuer)
+        continue;
       nameMatched = true;
       if (!(await this.#signedBy(path.at(-1) as number, j))) continue;
       linked = true;
@@ -170,15 +219,38 @@ class PathSearch {
   }
 
   #signedBy(child: number, issuer: number): Promise<boolean> {
-    const key = `${child}<${issuer}`;
-    let verdict = this.#signatures.get(key);
+    const memo = `${child}<${issuer}`;
+    let verdict = this.#signatures.get(memo);
     if (verdict === undefined) {
-      const cert = (this.#certs[child] as Candidate).cert;
-      const by = issuer === -1 ? this.#anchor.certificate : (this.#certs[issuer] as Candidate).cert;
-      verdict = cert.verify({ publicKey: by.publicKey, signatureOnly: true }).catch(() => false);
-      this.#signatures.set(key, verdict);
+      const cert = (this.#certs[child] as Candidate).parsed.cert;
+      verdict = this.#key(issuer, cert)
+        .then((key) => key !== null && cert.verify({ publicKey: key, signatureOnly: true }))
+        .catch(() => false);
+      this.#signatures.set(memo, verdict);
     }
     return verdict;
+  }
+
+  /** The issuer's key imported for the child's signature algorithm, or null when it cannot be. */
+  #key(issuer: number, child: x509.X509Certificate): Promise<CryptoKey | null> {
+    let algorithm: Record<string, unknown>;
+    try {
+      algorithm = { ...(child.signatureAlgorithm as object) };
+    } catch {
+      return Promise.resolve(null);
+    }
+    const parsed = issuer === -1 ? this.#anchorParsed : (this.#certs[issuer] as Candidate).parsed;
+    const memo = JSON.stringify(algorithm);
+    let key = parsed.keys.get(memo);
+    if (key === undefined) {
+      const publicKey = parsed.cert.publicKey;
+      const params = { ...(publicKey.algorithm as object), ...algorithm } as Parameters<
+        typeof publicKey.export
+      >[0];
+      key = (publicKey.export(params, ['verify']) as Promise<CryptoKey>).catch(() => null);
+      parsed.keys.set(memo, key);
+    }
+    return key;
   }
 
   async #complete(path: readonly number[]): Promise<readonly number[] | null> {
@@ -201,8 +273,10 @@ class PathSearch {
 function checkPath(path: readonly Candidate[], anchor: TrustAnchor, now: Date): Result<void, TlsError> {
   /** Non-self-issued intermediates seen so far below the certificate being checked. */
   let intermediatesBelow = 0;
-  for (const [position, { cert, isAnchor }] of path.entries()) {
-    const facts = inspect(cert);
+  for (const [position, { parsed, isAnchor }] of path.entries()) {
+    const cert = parsed.cert;
+    parsed.facts ??= inspect(cert);
+    const facts = parsed.facts;
     if (!facts.ok) return facts;
     const f = facts.value;
     if (f.unprocessedCritical.length > 0) {
@@ -226,9 +300,7 @@ function checkPath(path: readonly Candidate[], anchor: TrustAnchor, now: Date): 
     if (!issuer.ok) return issuer;
     if (!f.selfIssued) intermediatesBelow++;
   }
-  const anchorFacts = inspect(anchor.certificate);
-  if (!anchorFacts.ok) return anchorFacts;
-  return checkIssuer(anchor.certificate, anchorFacts.value, intermediatesBelow);
+  return checkIssuer(anchor.certificate, anchor.facts, intermediatesBelow);
 }
 
 function sameBytes(a: Uint8Array, b: Uint8Array): boolean {

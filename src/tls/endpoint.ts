@@ -134,7 +134,9 @@ class Endpoint implements TlsEndpoint {
     const port = this.#options.port ?? TLS_DEFAULTS.port;
     return new Promise((resolve, reject) => {
       this.#server.once('error', reject);
-      this.#server.listen({ host, port, backlog: 10, ipv6Only: false }, () => {
+      // Albatross listens with backlog 10; with many clients connecting at once that drops SYNs
+      // (clients then wait seconds to retransmit). Admission is the pending-handshake cap's job.
+      this.#server.listen({ host, port, backlog: 511, ipv6Only: false }, () => {
         this.#server.off('error', reject);
         const address = this.#server.address() as AddressInfo;
         this.#log.info({ event: 'tls.listening', address: address.address, port: address.port }, 'listening');
