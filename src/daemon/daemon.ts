@@ -8,9 +8,14 @@ import type { Logger } from 'pino';
 import { ConsoleHub } from '../console/hub.js';
 import { Engine } from '../engine/engine.js';
 import { createHost } from '../engine/host.js';
+import { openDb } from '../fleet/db.js';
+import { Registry } from '../fleet/registry.js';
+import { createReporter, type FleetReporter } from '../fleet/reporter.js';
 import { writeFileAtomic } from '../host/files.js';
 import { err, ok, type PetrelError, type Result } from '../resources/errors.js';
 import { MAX_VMS, makePolicy, type Policy } from '../resources/policy.js';
+import * as T from '../resources/tree.js';
+import { createStatsService } from '../stats/service.js';
 import { bundledNativePath } from '../tender/lookup.js';
 import { type CapabilityReport, type ProbeOptions, probeHost } from '../tender/probe.js';
 import { createTlsEndpoint, type TlsEndpoint } from '../tls/endpoint.js';
@@ -94,8 +99,15 @@ export function createDaemon(options: DaemonOptions): Daemon {
   });
   let sockets: LocalSockets | null = null;
   let tls: TlsEndpoint | null = null;
+  let fleet: { reporter: FleetReporter; pool: { end(): Promise<void> } } | null = null;
+  const probe = options.probe ?? probeHost;
+  const probeNow = () =>
+    probe(probeOptions(config, options.netns === undefined ? {} : { netns: options.netns }));
 
   async function stop(): Promise<void> {
+    await fleet?.reporter.stop();
+    await fleet?.pool.end();
+    fleet = null;
     await tls?.close();
     tls = null;
     await sockets?.close();
@@ -129,6 +141,13 @@ export function createDaemon(options: DaemonOptions): Daemon {
       log,
       maxFrameBytes: config.maxFrameBytes,
       maxSubscriberQueue: config.maxSubscriberQueue,
+      stats: createStatsService({
+        source: engine,
+        interval: config.statsInterval,
+        maxQueue: config.maxSubscriberQueue,
+        log,
+        ...(options.netns === undefined ? {} : { netns: options.netns }),
+      }),
     });
 
     let tlsAddress: StartReport['tls'] = null;
@@ -168,6 +187,15 @@ export function createDaemon(options: DaemonOptions): Daemon {
       await stop();
       return node;
     }
+    if (config.fleetDb !== null) {
+      const joined = await joinFleet(config, engine, probeNow, log, tlsAddress);
+      if (!joined.ok) {
+        await stop();
+        return joined;
+      }
+      fleet = joined.value;
+    }
+
     const readyMs = Math.round(performance.now() - began);
     log.info(
       {
@@ -220,4 +248,46 @@ async function openTls(config: PetrelConfig, log: Logger): Promise<Result<TlsEnd
     logger: log,
   });
   return endpoint;
+}
+
+/**
+ * Reports this node's probed capabilities to the fleet registry now and every heartbeat
+ * (issue 9). A registry that is down is logged and retried, never fatal: the node simply ages
+ * out of the freshness window until it can report again.
+ */
+async function joinFleet(
+  config: PetrelConfig,
+  engine: Engine,
+  probe: () => Promise<CapabilityReport>,
+  log: Logger,
+  tls: StartReport['tls'],
+): Promise<Result<{ reporter: FleetReporter; pool: { end(): Promise<void> } }, PetrelError>> {
+  const endpoint = config.nodeAddress ?? config.tlsListen;
+  if (endpoint === null) {
+    return err('E_CONFIG', 'fleetDb needs nodeAddress (or tlsListen): where clients reach this node');
+  }
+  const port = config.nodeAddress === null && tls !== null ? tls.port : endpoint.port;
+  const host = endpoint.host.includes(':') ? `[${endpoint.host}]` : endpoint.host;
+  const pool = openDb(config.fleetDb as string, { applicationName: `petreld ${config.nodeId}` });
+  const reporter = createReporter({
+    registry: new Registry(pool),
+    nodeId: config.nodeId,
+    address: `${host}:${port}`,
+    probe,
+    usage: () => {
+      const usage = T.usageAt(engine.tree, []);
+      return { cpus: usage.cpus.size, memoryMiB: usage.memory, blockStorageMiB: usage.block };
+    },
+    heartbeatMs: config.fleetHeartbeat,
+    logger: log,
+  });
+  if (!reporter.ok) {
+    await pool.end();
+    return reporter;
+  }
+  const first = await reporter.value.start();
+  if (!first.ok)
+    log.warn({ node: config.nodeId, code: first.error.code }, `fleet report failed: ${first.error.message}`);
+  else log.info({ node: config.nodeId }, 'reported to the fleet registry');
+  return ok({ reporter: reporter.value, pool });
 }

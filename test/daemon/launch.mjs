@@ -1,17 +1,20 @@
-// Runs petreld (the compiled daemon in dist/) for the crash-safety tests, in a network namespace
-// the test made. With PETREL_CRASH_AT=<name>@<step> it kills itself with SIGKILL the moment the
-// engine publishes that transaction step: a crash at an exact point of a transaction.
-// On hosts without /dev/kvm the probe's kvm answer is a TEST DOUBLE (as in test/engine/guest.ts).
+// Runs petreld (the compiled daemon in dist/) as a separate process for tests, taking petreld's
+// own flags. Environment:
+//   PETREL_TEST_NETNS   taps, bridges and tenders live in this network namespace (the test made it)
+//   PETREL_CRASH_AT     `<name>@<step>[#n]`: SIGKILL itself the n-th time the engine publishes
+//                       that transaction step — a crash at an exact point of a transaction
+//   PETREL_FAKE_KVM=1   on a host without a usable /dev/kvm, the probe's kvm answer is a TEST
+//                       DOUBLE (as with the fake-kvm tender of test/engine/guest.ts)
+// Prints READY on stdout once started; SIGTERM stops it as petreld does.
 import diagnostics from 'node:diagnostics_channel';
 import { closeSync, openSync } from 'node:fs';
 import pino from 'pino';
 
 const dist = new URL('../../dist/src/', import.meta.url);
-const { buildConfig } = await import(new URL('daemon/config.js', dist).href);
+const { loadConfig } = await import(new URL('daemon/config.js', dist).href);
 const { createDaemon } = await import(new URL('daemon/daemon.js', dist).href);
 const { probeHost } = await import(new URL('tender/probe.js', dist).href);
 
-// `<name>@<step>` or `<name>@<step>#<n>` for the n-th time that step is reached.
 const crashAt = process.env.PETREL_CRASH_AT;
 if (crashAt) {
   const [point, nth] = crashAt.split('#');
@@ -29,20 +32,18 @@ try {
 }
 const probe = async (options) => {
   const report = await probeHost(options);
-  if (kvm) return report;
+  if (kvm || process.env.PETREL_FAKE_KVM !== '1') return report;
   const { kvm: _absent, ...problems } = report.problems;
   return { ...report, kvm: true, problems };
 };
 
-const [stateDir, runDir, tenderHvt, netns] = process.argv.slice(2);
-const config = buildConfig({
-  flags: { stateDir, runDir, tenderHvt, stopTimeout: '2s', canaryDeadline: '5s' },
-});
-if (!config.ok) throw new Error(config.error.message);
+const loaded = await loadConfig(process.argv.slice(2));
+if (!loaded.ok) throw new Error(loaded.error.message);
+const netns = process.env.PETREL_TEST_NETNS || undefined;
 const daemon = createDaemon({
-  config: config.value,
-  log: pino({ level: 'warn' }, pino.destination(2)),
-  netns,
+  config: loaded.value.config,
+  log: pino({ level: loaded.value.config.logLevel }, pino.destination(2)),
+  ...(netns ? { netns } : {}),
   probe,
 });
 const started = await daemon.start();

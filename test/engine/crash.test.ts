@@ -12,7 +12,7 @@ import { commandFrame, open, request, said } from '../daemon/client.js';
 import { canaryImage, canaryNetImage, repo, testTender } from './guest.js';
 import { canaryConfig, makeNetns } from './harness.js';
 
-const daemonScript = path.join(repo, 'test', 'engine', 'crash-daemon.mjs');
+const daemonScript = path.join(repo, 'test', 'daemon', 'launch.mjs');
 let base: string;
 let tender: string;
 
@@ -33,8 +33,15 @@ interface Running {
 }
 
 function startDaemon(dir: string, netns: string, crashAt?: string): Promise<Running> {
-  const child = spawn(process.execPath, [daemonScript, `${dir}/state`, `${dir}/run`, tender, netns], {
-    env: { ...process.env, ...(crashAt ? { PETREL_CRASH_AT: crashAt } : {}) },
+  const flags = ['--state-dir', `${dir}/state`, '--run-dir', `${dir}/run`, '--tender-hvt', tender];
+  flags.push('--stop-timeout', '2s', '--canary-deadline', '5s', '--log-level', 'warn');
+  const child = spawn(process.execPath, [daemonScript, ...flags], {
+    env: {
+      ...process.env,
+      PETREL_TEST_NETNS: netns,
+      PETREL_FAKE_KVM: '1',
+      ...(crashAt ? { PETREL_CRASH_AT: crashAt } : {}),
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
