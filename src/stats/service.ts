@@ -68,9 +68,9 @@ export interface StatsServiceOptions {
 export interface StatsHub extends StatsService {
   /** Listeners now subscribed. */
   readonly listeners: number;
-  /** Whether a sample is scheduled or running. */
+  /** Whether a sample is scheduled or under way (one under way finishes after `close`). */
   readonly sampling: boolean;
-  /** Closes every listener and stops the timer (daemon shutdown). */
+  /** Closes every listener and stops the timer for good (daemon shutdown). */
   close(): void;
 }
 
@@ -98,9 +98,10 @@ export function createStatsService(options: StatsServiceOptions): StatsHub {
   const warned = new Set<string>();
   let timer: NodeJS.Timeout | null = null;
   let ticking = false;
+  let closed = false;
 
   function schedule(delay: number): void {
-    if (timer !== null || ticking || subscriptions.size === 0) return;
+    if (closed || timer !== null || ticking || subscriptions.size === 0) return;
     timer = setTimeout(() => void tick(), delay);
     timer.unref();
   }
@@ -194,6 +195,7 @@ export function createStatsService(options: StatsServiceOptions): StatsHub {
     },
 
     subscribe(header: Header, socket: Socket, sendFrame: (wire: Wire) => boolean): void {
+      if (closed) return void socket.end();
       const scope = nameAsPath(header.name);
       // Albatross keys listeners by the name's labels, so `a:b` and `a:b:` share a slot.
       const key = `${printPath(scope)}:`;
@@ -221,6 +223,7 @@ export function createStatsService(options: StatsServiceOptions): StatsHub {
     },
 
     close(): void {
+      closed = true;
       stop();
       for (const s of [...subscriptions.values()]) s.listener.close('statistics service closed');
       subscriptions.clear();

@@ -100,6 +100,7 @@ describe('the service with a listener that never reads', () => {
     } finally {
       service.close();
     }
-    expect(service.sampling).toBe(false);
+    await until(() => !service.sampling, 'a sample under way to finish');
+    expect(service.listeners).toBe(0);
   });
 });
