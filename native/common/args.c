@@ -70,3 +70,18 @@ int64_t args_pass2(const struct cli *cli, int argc, char *argv[], int kernel, co
     }
     return mem;
 }
+
+void args_guest_cmdline(char *dst, int argc, char *const argv[])
+{
+    size_t len = 0;
+    for (int i = 0; i < argc; i++) {
+        size_t sep = i > 0, n = strlen(argv[i]);
+        if (sep + n > GUEST_CMDLINE_SIZE - 1 - len)
+            die("Guest command line too long (max=%d characters)", GUEST_CMDLINE_SIZE - 1);
+        if (sep)
+            dst[len++] = ' ';
+        memcpy(dst + len, argv[i], n);
+        len += n;
+    }
+    dst[len] = '\0';
+}

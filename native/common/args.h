@@ -26,4 +26,10 @@ int args_pass1(const struct cli *cli, int argc, char *argv[]);
  * (default 512); "Malformed argument to --mem" for 0 or no number. */
 int64_t args_pass2(const struct cli *cli, int argc, char *argv[], int kernel, const struct manifest *m);
 
+/* §1.7: the guest arguments joined with single spaces into dst, which holds
+ * GUEST_CMDLINE_SIZE bytes; "Guest command line too long" beyond 8191
+ * characters. */
+#define GUEST_CMDLINE_SIZE 8192
+void args_guest_cmdline(char *dst, int argc, char *const argv[]);
+
 #endif

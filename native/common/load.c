@@ -85,7 +85,9 @@ void image_load(const struct image *img, const struct load_target *t, struct loa
         ssize_t n = pread(img->fd, host(t, v), p->p_filesz, (off_t)p->p_offset);
         if (n < 0 || (uint64_t)n != p->p_filesz)
             bad(img, "phdr[%u] could not be read (%zd != %lu)", i, n, (unsigned long)p->p_filesz);
-        memset(host(t, v + p->p_filesz), 0, p->p_memsz - p->p_filesz);
+        /* The p_memsz - p_filesz bytes after them are not written: guest memory
+         * is a fresh anonymous mapping, zero already, and writing zeros would
+         * only commit pages (.bss) the guest may never touch. */
 
         if ((start & (PAGE - 1)) != 0 || (end & (PAGE - 1)) != 0)
             bad(img, "phdr[%u].p_vaddr_start not aligned with architectural page size (%lu & (%lu - 1))",

@@ -5,6 +5,7 @@
 
 #include <string.h>
 
+#include "args.h"
 #include "util.h"
 
 static void check(const struct guest *g, uint64_t gpa, uint64_t size, const char *what)
@@ -70,20 +71,7 @@ void guest_write_boot_info(struct guest *g, uint64_t kernel_end, uint64_t tsc_hz
 {
     const uint64_t mft = GUEST_BOOT_INFO + 56;
     const uint64_t cmdline = mft + m->size;
-    char *dst = (char *)g->mem + cmdline;
-    size_t len = 0;
-
-    for (int i = 0; i < argc; i++) {
-        size_t sep = i > 0, n = strlen(argv[i]);
-        if (sep + n > GUEST_CMDLINE_SIZE - 1 - len)
-            die("Guest command line too long (max=%d characters)", GUEST_CMDLINE_SIZE - 1);
-        if (sep)
-            dst[len++] = ' ';
-        memcpy(dst + len, argv[i], n);
-        len += n;
-    }
-    dst[len] = '\0';
-
+    args_guest_cmdline((char *)g->mem + cmdline, argc, argv);
     memcpy(g->mem + mft, m->raw, m->size);
     /* All 56 bytes, zeros included: host_features = 0 and net_ring = 0 are how
      * this tender declines ring I/O (§3.9). */

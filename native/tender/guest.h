@@ -13,7 +13,6 @@
 #define GUEST_BOOT_INFO 0x10000ULL
 #define GUEST_GDT 0x1000ULL
 #define GUEST_PML4 0x2000ULL
-#define GUEST_CMDLINE_SIZE 8192
 
 struct guest {
     uint8_t *mem;
