@@ -1,6 +1,7 @@
-/* console.c: output through PUTS from one static buffer, and time. Lines are
- * collected and written with as few hypercalls as possible: each exit costs
- * tens of microseconds on kvm-pvm hosts (solo5.md §5.3). */
+/* console.c: output from one static buffer, sleeping and halting. Lines are
+ * collected and handed to the platform in as few writes as possible: on hvt
+ * each is an exit, which costs tens of microseconds on kvm-pvm hosts
+ * (solo5.md §5.3); on spt each is a system call. */
 #include "canary.h"
 
 static char buf[4096];
@@ -10,8 +11,7 @@ void flush(void)
 {
     if (len == 0)
         return;
-    volatile struct hvt_puts p = {.data = (uint64_t)(uintptr_t)buf, .len = len};
-    hvt_call(HVT_PUTS, &p);
+    plat_puts(buf, len);
     len = 0;
 }
 
@@ -95,28 +95,6 @@ void say(const char *s)
     flush();
 }
 
-uint64_t walltime_ns(void)
-{
-    volatile struct hvt_walltime w = {0};
-    hvt_call(HVT_WALLTIME, &w);
-    return w.nsecs;
-}
-
-static uint64_t rdtsc(void)
-{
-    uint32_t lo, hi;
-    __asm__ __volatile__("rdtsc" : "=a"(lo), "=d"(hi));
-    return ((uint64_t)hi << 32) | lo;
-}
-
-/* TSC ticks to nanoseconds without 128-bit arithmetic (which would need
- * libgcc): whole seconds, then the remainder, which stays below 2^63. */
-uint64_t monotonic_ns(void)
-{
-    uint64_t t = rdtsc(), f = boot->cpu_cycle_freq;
-    return t / f * 1000000000ULL + t % f * 1000000000ULL / f;
-}
-
 void sleep_ns(uint64_t ns)
 {
     uint64_t deadline = monotonic_ns() + ns;
@@ -125,17 +103,12 @@ void sleep_ns(uint64_t ns)
         if (now >= deadline)
             return;
         /* POLL returns early when a tap is readable; the loop absorbs that. */
-        volatile struct hvt_poll p = {.timeout_nsecs = deadline - now};
-        hvt_call(HVT_POLL, &p);
+        (void)plat_poll(deadline - now);
     }
 }
 
 void halt(int status)
 {
     flush();
-    volatile struct hvt_halt h = {.cookie = 0, .exit_status = status};
-    hvt_call(HVT_HALT, &h);
-    /* HALT does not return; if a tender ever resumed us, stay put. */
-    for (;;)
-        __asm__ __volatile__("pause");
+    plat_halt(status);
 }

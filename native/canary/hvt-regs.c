@@ -1,9 +1,10 @@
-/* regs.c: the regs mode prints the machine state the tender set up, one
+/* hvt-regs.c: on hvt, the regs mode prints the machine state the tender set up, one
  * "name=0x..." line each, for comparison with solo5.md §3.2-§3.7: control
  * registers, EFER, descriptor tables, selectors, the registers at entry
  * (saved by entry.S), the x87 control word, the boot information, and the
  * GDT and page tables themselves. Nothing here uses a vector register. */
 #include "canary.h"
+#include "hvt.h"
 
 struct __attribute__((packed)) dtr {
     uint16_t limit;

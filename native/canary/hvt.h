@@ -21,6 +21,9 @@ _Static_assert(sizeof(struct hvt_boot_info) == 56, "boot info is 56 bytes");
 /* What the tender passed in RDI (hvt.c). */
 extern const struct hvt_boot_info *boot;
 
+/* hvt-regs.c */
+_Noreturn void mode_regs(int argc, char **argv);
+
 enum {
     HVT_WALLTIME = 1,
     HVT_PUTS = 2,

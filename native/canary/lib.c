@@ -96,11 +96,38 @@ uint64_t fnv1a(uint64_t h, const uint8_t *p, size_t n)
 
 const struct mft_entry *device(const char *name, uint32_t type, uint64_t *handle)
 {
-    const struct mft *m = (const struct mft *)(uintptr_t)boot->mft;
+    const struct mft *m = plat_manifest();
     for (uint32_t i = 0; i < m->entries; i++)
         if (m->e[i].type == type && m->e[i].attached && str_eq(m->e[i].name, name)) {
             *handle = i;
             return &m->e[i];
         }
     return NULL;
+}
+
+const struct mft_entry *device_at(uint64_t handle, uint32_t type)
+{
+    const struct mft *m = plat_manifest();
+    if (handle >= m->entries || m->e[handle].type != type || !m->e[handle].attached)
+        return NULL;
+    return &m->e[handle];
+}
+
+const char *arg(int argc, char **argv, int i, const char *fallback)
+{
+    return i < argc ? argv[i] : fallback;
+}
+
+int64_t int_arg(int argc, char **argv, int i, int64_t fallback)
+{
+    int64_t v;
+    if (i >= argc)
+        return fallback;
+    if (!parse_int(argv[i], &v)) {
+        put_s("petrel-canary bad number ");
+        put_s(argv[i]);
+        put_s("\n");
+        halt(2);
+    }
+    return v;
 }

@@ -4,32 +4,25 @@
  * (default hello). */
 #include "canary.h"
 
-const struct hvt_boot_info *boot;
-
 #define MAX_WORDS 64
 
-static const struct {
-    const char *name;
-    void (*run)(int argc, char **argv); /* never returns */
-} modes[] = {
-    {"hello", mode_hello},       {"exit", mode_exit},         {"wait", mode_wait},
-    {"sleep", mode_sleep},       {"flood", mode_flood},       {"oob", mode_oob},
-    {"regs", mode_regs},         {"blk", mode_blk},           {"net-send", mode_net_send},
-    {"net-echo", mode_net_echo},
+static const struct mode modes[] = {
+    {"hello", mode_hello}, {"exit", mode_exit}, {"wait", mode_wait},         {"sleep", mode_sleep},
+    {"flood", mode_flood}, {"blk", mode_blk},   {"net-send", mode_net_send}, {"net-echo", mode_net_echo},
 };
 
-_Noreturn void canary_main(const struct hvt_boot_info *bi);
+_Noreturn void canary_main(const void *boot_arg);
 
-void canary_main(const struct hvt_boot_info *bi)
+void canary_main(const void *boot_arg)
 {
     static char line[8192];
     static char *argv[MAX_WORDS + 1];
     static char hello[] = "hello";
     int argc = 0;
 
-    boot = bi;
-    /* The tender's window is read-only (CR0.WP): copy before cutting words. */
-    const char *src = (const char *)(uintptr_t)bi->cmdline;
+    plat_init(boot_arg);
+    /* The tender's window is read-only: copy before cutting words. */
+    const char *src = plat_cmdline();
     size_t n = str_len(src);
     if (n >= sizeof line)
         n = sizeof line - 1;
@@ -57,6 +50,9 @@ void canary_main(const struct hvt_boot_info *bi)
     for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++)
         if (str_eq(argv[0], modes[i].name))
             modes[i].run(argc, argv);
+    for (size_t i = 0; i < plat_n_modes; i++)
+        if (str_eq(argv[0], plat_modes[i].name))
+            plat_modes[i].run(argc, argv);
     put_s("petrel-canary unknown mode ");
     put_s(argv[0]);
     put_s("\n");

@@ -1,8 +1,8 @@
-/* net.c: the net modes (canary-net.hvt, net device "service"). Frames are raw
+/* net.c: the net modes (canary-net, net device "service"). Frames are raw
  * Ethernet with the local-experimental EtherType 0x88B5, so tests can pick
  * them out of whatever else crosses the bridge.
  *   net-send  one broadcast frame from the guest's MAC (after 100 ms), then HALT 0
- *   net-echo  returns every 0x88B5 frame to its sender (NET_READ after POLL)
+ *   net-echo  returns every 0x88B5 frame to its sender (read after POLL)
  *             with the guest's MAC as source, until killed */
 #include "canary.h"
 
@@ -20,14 +20,6 @@ static const struct mft_entry *service(uint64_t *handle, uint8_t mac[6], uint16_
     memcpy(mac, e->props, 6);
     memcpy(mtu, e->props + 6, 2);
     return e;
-}
-
-static int32_t net_call(unsigned n, uint64_t handle, void *data, uint64_t *len)
-{
-    volatile struct hvt_net a = {.handle = handle, .data = (uint64_t)(uintptr_t)data, .len = *len};
-    hvt_call(n, &a);
-    *len = a.len;
-    return a.ret;
 }
 
 void mode_net_send(int argc, char **argv)
@@ -51,7 +43,7 @@ void mode_net_send(int argc, char **argv)
      * bridge starts forwarding from the port asynchronously after that. Give
      * it time rather than send into a port that still drops. */
     sleep_ns(100000000ULL);
-    int32_t r = net_call(HVT_NET_WRITE, h, frame, &len);
+    int32_t r = plat_net_write(h, frame, len);
 
     put_s("petrel-canary net-send ret=");
     put_i(r);
@@ -78,20 +70,18 @@ void mode_net_echo(int argc, char **argv)
 
     uint64_t echoed = 0;
     for (;;) {
-        volatile struct hvt_poll p = {.timeout_nsecs = 1000000000ULL};
-        hvt_call(HVT_POLL, &p);
-        if (!(p.ready_set & (1ULL << h)))
+        if (!(plat_poll(1000000000ULL) & (1ULL << h)))
             continue;
         for (;;) {
             uint64_t len = (uint64_t)mtu + 14 <= sizeof frame ? (uint64_t)mtu + 14 : sizeof frame;
-            int32_t r = net_call(HVT_NET_READ, h, frame, &len);
+            int32_t r = plat_net_read(h, frame, &len);
             if (r != SOLO5_R_OK)
                 break;
             if (len < 14 || frame[12] != (ETHERTYPE_CANARY >> 8) || frame[13] != (ETHERTYPE_CANARY & 0xff))
                 continue;
             memcpy(frame, frame + 6, 6);
             memcpy(frame + 6, mac, 6);
-            r = net_call(HVT_NET_WRITE, h, frame, &len);
+            r = plat_net_write(h, frame, len);
             put_s("petrel-canary echoed ");
             put_u(++echoed);
             put_s(" ret=");

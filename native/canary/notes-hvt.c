@@ -1,4 +1,5 @@
-/* notes.c: the ABI note: target hvt (1), version 2, reserved words 0. */
+/* notes-hvt.c: the ABI note of the hvt images: target hvt (1), version 2,
+ * reserved words 0 (solo5.md §2.2). */
 #include "notes.h"
 
 __attribute__((section(".note.solo5.abi"), used, aligned(4))) static const struct {

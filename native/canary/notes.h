@@ -7,7 +7,7 @@
 
 #include <stdint.h>
 
-#include "hvt.h"
+#include "solo5.h"
 
 struct note_header {
     uint32_t namesz, descsz, type;

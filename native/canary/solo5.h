@@ -9,6 +9,7 @@
 #define MFT_BLOCK_BASIC 1u
 #define MFT_NET_BASIC 2u
 #define MFT_RESERVED_FIRST 0x40000000u
+#define MFT_MAX_ENTRIES 64
 
 /* 104 bytes; byte arrays for the unions so the layout is explicit. */
 struct mft_entry {

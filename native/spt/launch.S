@@ -1,0 +1,45 @@
+/* launch.S: spt_launch(entry, stack, boot_info) leaves the tender for good and
+ * enters the guest in the state ABI.md ("Entry") promises: RDI = boot_info,
+ * RSP = stack, RFLAGS = 0x202, FS base 0, every other general register 0.
+ * The seccomp filter is already installed; the one system call here,
+ * arch_prctl(ARCH_SET_FS, 0), is on its allow-list. No C runs after it: the
+ * tender's thread pointer is gone. */
+    .text
+    .globl spt_launch
+    .hidden spt_launch
+    .type spt_launch, @function
+spt_launch:
+    movq %rdi, entry(%rip)
+    movq %rsi, %rsp
+    movq %rdx, %r12
+    movl $158, %eax            /* arch_prctl */
+    movl $0x1002, %edi         /* ARCH_SET_FS */
+    xorl %esi, %esi
+    syscall
+    movq %r12, %rdi
+    xorl %eax, %eax
+    xorl %ebx, %ebx
+    xorl %ecx, %ecx
+    xorl %edx, %edx
+    xorl %esi, %esi
+    xorl %ebp, %ebp
+    xorl %r8d, %r8d
+    xorl %r9d, %r9d
+    xorl %r10d, %r10d
+    xorl %r11d, %r11d
+    xorl %r12d, %r12d
+    xorl %r13d, %r13d
+    xorl %r14d, %r14d
+    xorl %r15d, %r15d
+    /* Below RSP, on the guest's own stack: the word there is free. */
+    pushq $0x202
+    popfq
+    jmp *entry(%rip)
+    .size spt_launch, . - spt_launch
+
+    .bss
+    .balign 8
+entry:
+    .skip 8
+
+    .section .note.GNU-stack, "", @progbits
