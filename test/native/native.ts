@@ -7,7 +7,7 @@ import { fileURLToPath } from 'node:url';
 import { expect } from 'vitest';
 import { kvmUsable } from './kvm.js';
 
-const build = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'native', 'build');
+export const build = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'native', 'build');
 
 export const tender = join(build, 'petrel-hvt');
 export const canary = join(build, 'canary.hvt');
@@ -189,16 +189,17 @@ export async function gone(pid: number, withinMs: number): Promise<boolean> {
 }
 
 /**
- * Runs the tender as the child of a shell the test can kill, to test the parent-death signal.
- * The shell prints "pid N" (the tender's PID), then waits; the tender's stdout is the shell's.
- * The caller must end both: the shell is a Running, the tender a PID (no longer our child once
- * the shell is dead).
+ * Runs a tender (default petrel-hvt) as the child of a shell the test can kill, to test the
+ * parent-death signal. The shell prints "pid N" (the tender's PID), then waits; the tender's
+ * stdout is the shell's. The caller must end both: the shell is a Running, the tender a PID (no
+ * longer our child once the shell is dead).
  */
 export async function underShell(
   args: readonly string[],
   env: NodeJS.ProcessEnv = process.env,
+  program: string = tender,
 ): Promise<{ shell: Running; tenderPid: number }> {
-  const shell = start('sh', ['-c', '"$0" "$@" & echo "pid $!"; wait', tender, ...args], { env });
+  const shell = start('sh', ['-c', '"$0" "$@" & echo "pid $!"; wait', program, ...args], { env });
   await shell.waitFor('\n');
   const m = /^pid (\d+)$/m.exec(shell.stdout());
   if (!m) {
