@@ -5,6 +5,9 @@
 import type { Socket } from 'node:net';
 import type { Wire } from '../wire/types.js';
 
+/** The close reason of a listener that stopped reading ((i)): worth a warning, unlike the others. */
+export const QUEUE_FULL = 'queue full';
+
 export class Listener {
   readonly #socket: Socket;
   readonly #send: (wire: Wire) => boolean;
@@ -44,7 +47,7 @@ export class Listener {
     if (this.#closed) return false;
     if (this.#draining) {
       if (this.#queue.length >= this.#max) {
-        this.close('queue full', true);
+        this.close(QUEUE_FULL, true);
         return false;
       }
       this.#queue.push(wire);

@@ -21,7 +21,7 @@ import {
   relativeTo,
 } from '../resources/name.js';
 import type { Header, Wire } from '../wire/types.js';
-import { Listener } from './listener.js';
+import { Listener, QUEUE_FULL } from './listener.js';
 import {
   fsProcReader,
   ipLinkReader,
@@ -94,8 +94,8 @@ export function createStatsService(options: StatsServiceOptions): StatsHub {
   const proc = options.procReader ?? fsProcReader;
   const links = options.linkReader ?? ipLinkReader(options.netns);
   const subscriptions = new Map<string, Subscription>();
-  /** Failures already logged, by `name pid tap`, so a broken VM is not logged every interval. */
-  const warned = new Set<string>();
+  /** What was already logged per `name pid` (`proc` or a tap), so a failure is logged once. */
+  const warned = new Map<string, Set<string>>();
   let timer: NodeJS.Timeout | null = null;
   let ticking = false;
   let closed = false;
@@ -111,9 +111,11 @@ export function createStatsService(options: StatsServiceOptions): StatsHub {
     timer = null;
   }
 
-  function warnOnce(key: string, fields: Record<string, unknown>, message: string): void {
-    if (warned.has(key)) return;
-    warned.add(key);
+  function warnOnce(vm: string, what: string, fields: Record<string, unknown>, message: string): void {
+    const seen = warned.get(vm) ?? new Set<string>();
+    warned.set(vm, seen);
+    if (seen.has(what)) return;
+    seen.add(what);
     log.warn(fields, message);
   }
 
@@ -144,7 +146,7 @@ export function createStatsService(options: StatsServiceOptions): StatsHub {
       due.push({ vm: vm.value, pid, nets: source.netsOf(vm.value) ?? [], to });
     }
     const live = new Set(due.map((d) => `${printName(d.vm)} ${d.pid}`));
-    for (const key of warned) if (!live.has(key.split(' ').slice(0, 2).join(' '))) warned.delete(key);
+    for (const vm of warned.keys()) if (!live.has(vm)) warned.delete(vm);
     if (due.length === 0) return;
 
     let table: LinkTable | null = null;
@@ -158,6 +160,7 @@ export function createStatsService(options: StatsServiceOptions): StatsHub {
           // container): skip this VM now, say why once (Albatross #252 failed silently).
           warnOnce(
             `${name} ${pid}`,
+            'proc',
             { name, pid, reason: usage.error.message },
             'statistics unavailable: cannot read the tender in /proc (exited, or /proc mounted with hidepid?)',
           );
@@ -165,7 +168,7 @@ export function createStatsService(options: StatsServiceOptions): StatsHub {
         }
         const taps = tapCounters(nets, table ?? { ok: true, value: new Map() });
         for (const { tap, reason } of taps.unresolved) {
-          warnOnce(`${name} ${pid} ${tap}`, { name, tap, reason }, 'statistics: tap counters unavailable');
+          warnOnce(`${name} ${pid}`, tap, { name, tap, reason }, 'statistics: tap counters unavailable');
         }
         const stats = statsData(usage.value, taps);
         for (const s of to) {
@@ -205,7 +208,7 @@ export function createStatsService(options: StatsServiceOptions): StatsHub {
         base: header.name.path,
         version: header.version,
         listener: new Listener(socket, sendFrame, maxQueue, (reason) => {
-          if (reason === 'queue full') {
+          if (reason === QUEUE_FULL) {
             log.warn({ name: printName(header.name), reason }, 'statistics subscriber closed');
           }
           remove(subscription, reason);

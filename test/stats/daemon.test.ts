@@ -1,6 +1,5 @@
 // Statistics of a canary VM run by petreld in-process (its own engine, tender and tap): the
 // tender's pid is what is reported, and its tap's counters move when frames pass.
-import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { chmod, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -15,7 +14,7 @@ import { type ProbeOptions, probeHost } from '../../src/tender/probe.js';
 import { commandFrame, type Exchange, open, request, said } from '../daemon/client.js';
 import { build, canaryNetImage, guestMode, kvmUsable, testTender } from '../engine/guest.js';
 import { canaryConfig, makeNetns } from '../engine/harness.js';
-import { sendFrames, statsOf, until } from './helpers.js';
+import { ipIn, sendFrames, statsOf, until } from './helpers.js';
 
 /** Without /dev/kvm the probe's kvm answer is replaced (TEST DOUBLE, as in test/daemon). */
 const probe = async (options: ProbeOptions) => {
@@ -118,14 +117,12 @@ describe('petreld statistics', () => {
     if (pid === undefined) throw new Error('no tender pid');
 
     // The test's own port on the same bridge, to send frames the bridge floods to the VM's tap.
-    for (const args of [
+    ipIn(
+      netns.name,
       ['tuntap', 'add', 'dev', 'speer0', 'mode', 'tap'],
       ['link', 'set', 'speer0', 'master', 'br0'],
       ['link', 'set', 'speer0', 'up'],
-    ]) {
-      const r = spawnSync('ip', ['-n', netns.name, ...args], { encoding: 'utf8' });
-      if (r.status !== 0) throw new Error(`ip ${args.join(' ')}: ${r.stderr}`);
-    }
+    );
 
     const stream = open(sock('stat.sock'), commandFrame(':', { type: 'stats-subscribe' }));
     watch = stream;

@@ -1,7 +1,7 @@
 // Shared pieces of the statistics tests: stand-in "VMs" (ordinary processes the test starts and
 // kills by PID), frames sent into a tap, and the statistics frames a subscription received.
 
-import { type ChildProcess, spawn } from 'node:child_process';
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { printName } from '../../src/resources/name.js';
 import type { StatsData, Wire } from '../../src/wire/types.js';
 import { tapPeer } from '../native/native.js';
@@ -34,6 +34,14 @@ export class Processes {
         process.kill(child.pid, 'SIGKILL');
       }
     }
+  }
+}
+
+/** Runs `ip -n NETNS args` for each argument list, throwing on the first failure. */
+export function ipIn(netns: string, ...commands: readonly string[][]): void {
+  for (const args of commands) {
+    const r = spawnSync('ip', ['-n', netns, ...args], { encoding: 'utf8' });
+    if (r.status !== 0) throw new Error(`ip ${args.join(' ')}: ${r.stderr}`);
   }
 }
 

@@ -17,7 +17,7 @@ import { encodeWire } from '../../src/wire/message.js';
 import { commandFrame, type Exchange, open, said } from '../daemon/client.js';
 import { makeEngine, type TestEngine } from '../engine/harness.js';
 import { VECTORS } from '../wire/helpers.js';
-import { cpuMicros, Processes, sendFrames, sleep, statsOf, until } from './helpers.js';
+import { cpuMicros, ipIn, Processes, sendFrames, sleep, statsOf, until } from './helpers.js';
 
 const INTERVAL = 200;
 const TAP = 'stap0';
@@ -55,13 +55,7 @@ const log = {
 
 beforeAll(async () => {
   t = await makeEngine();
-  for (const args of [
-    ['tuntap', 'add', 'dev', TAP, 'mode', 'tap'],
-    ['link', 'set', TAP, 'up'],
-  ]) {
-    const r = spawnSync('ip', ['-n', t.netns.name, ...args], { encoding: 'utf8' });
-    if (r.status !== 0) throw new Error(`ip ${args.join(' ')}: ${r.stderr}`);
-  }
+  ipIn(t.netns.name, ['tuntap', 'add', 'dev', TAP, 'mode', 'tap'], ['link', 'set', TAP, 'up']);
 });
 afterAll(async () => {
   await t?.close(); // removes the namespace and the tap in it
