@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { kvmUsable } from './kvm.js';
-import { fnv1a } from './layout.js';
+import { fnv1a, blkPattern as pattern } from './layout.js';
 import {
   canary,
   canaryBlk,
@@ -160,14 +160,6 @@ describe('checks made after KVM is open (§1.8 step 9)', () => {
     );
   });
 });
-
-/** The canary's pattern: byte j of sector s is (s * 31 + j * 7 + 0x5a) & 0xff. */
-function pattern(sectors: number, size: number): Buffer {
-  const b = Buffer.alloc(sectors * size);
-  for (let s = 0; s < sectors; s++)
-    for (let j = 0; j < size; j++) b[s * size + j] = (s * 31 + j * 7 + 0x5a) & 0xff;
-  return b;
-}
 
 describe.skipIf(!kvmUsable)('the guest writes and reads every sector (blk mode)', () => {
   it.each([

@@ -12,6 +12,14 @@ export function fnv1a(bytes: Uint8Array): string {
   return hex(h);
 }
 
+/** The canary's blk pattern: byte j of sector s is (s * 31 + j * 7 + 0x5a) & 0xff. */
+export function blkPattern(sectors: number, size: number): Buffer {
+  const b = Buffer.alloc(sectors * size);
+  for (let s = 0; s < sectors; s++)
+    for (let j = 0; j < size; j++) b[s * size + j] = (s * 31 + j * 7 + 0x5a) & 0xff;
+  return b;
+}
+
 /** Guest physical 0x1000-0x8FFF: the GDT (§3.3) and the page tables (§3.4) for a memory size. */
 export function lowMemory(memSize: number): Buffer {
   const b = Buffer.alloc(0x8000);

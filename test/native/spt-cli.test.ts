@@ -252,11 +252,12 @@ describe('the spt canary images', () => {
   });
 
   it('carry the same manifests as the hvt images, and no segment both writable and executable', () => {
-    for (const [s, h] of [
+    const pairs: [string, string][] = [
       [sptCanary, canary],
       [sptCanaryBlk, canaryBlk],
       [sptCanaryNet, canaryNet],
-    ]) {
+    ];
+    for (const [s, h] of pairs) {
       const elf = parseElf(readFileSync(s));
       expect(solo5Note(elf, NOTE_MANIFEST).bytes).toEqual(
         solo5Note(parseElf(readFileSync(h)), NOTE_MANIFEST).bytes,
