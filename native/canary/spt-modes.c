@@ -17,11 +17,6 @@
 #include "canary.h"
 #include "spt.h"
 
-static void put_sel(const char *name, uint16_t v)
-{
-    put_kv(name, v);
-}
-
 #define READ_SEG(s)                                                                                      \
     ({                                                                                                   \
         uint16_t v_;                                                                                     \
@@ -40,12 +35,12 @@ void mode_regs(int argc, char **argv)
     for (int i = 0; i < 16; i++)
         put_kv(names[i], entry_state[i]);
     put_kv("rflags", entry_state[ENTRY_RFLAGS]);
-    put_sel("cs", READ_SEG(cs));
-    put_sel("ss", READ_SEG(ss));
-    put_sel("ds", READ_SEG(ds));
-    put_sel("es", READ_SEG(es));
-    put_sel("fs", READ_SEG(fs));
-    put_sel("gs", READ_SEG(gs));
+    put_kv("cs", READ_SEG(cs));
+    put_kv("ss", READ_SEG(ss));
+    put_kv("ds", READ_SEG(ds));
+    put_kv("es", READ_SEG(es));
+    put_kv("fs", READ_SEG(fs));
+    put_kv("gs", READ_SEG(gs));
     put_kv("boot.mem_size", boot->mem_size);
     put_kv("boot.kernel_end", boot->kernel_end);
     put_kv("boot.cmdline", boot->cmdline);
@@ -94,9 +89,10 @@ void mode_oob(int argc, char **argv)
     halt(r == -E_FAULT ? 0 : 3);
 }
 
-static const struct mft_entry *storage(uint64_t *capacity, uint16_t *size)
+/* The storage device's descriptor, capacity and sector size (canary-blk). */
+static long storage(uint64_t *capacity, uint16_t *size)
 {
-    uint64_t h;
+    uint64_t h, fd;
     const struct mft_entry *e = device("storage", MFT_BLOCK_BASIC, &h);
     if (e == NULL) {
         say("forbidden no storage device");
@@ -104,15 +100,7 @@ static const struct mft_entry *storage(uint64_t *capacity, uint16_t *size)
     }
     memcpy(capacity, e->props, 8);
     memcpy(size, e->props + 8, 2);
-    return e;
-}
-
-static long storage_fd(void)
-{
-    uint64_t capacity;
-    uint16_t size;
-    uint64_t fd;
-    memcpy(&fd, storage(&capacity, &size)->host_private, sizeof fd);
+    memcpy(&fd, e->host_private, sizeof fd);
     return (long)fd;
 }
 
@@ -150,8 +138,7 @@ void mode_forbidden(int argc, char **argv)
     } else if (str_eq(what, "short") || str_eq(what, "unaligned") || str_eq(what, "past")) {
         uint64_t capacity;
         uint16_t size;
-        (void)storage(&capacity, &size);
-        long fd = storage_fd();
+        long fd = storage(&capacity, &size);
         if (str_eq(what, "short"))
             r = sys4(SYS_pread64, fd, (long)buf, size / 2, 0);
         else if (str_eq(what, "unaligned"))

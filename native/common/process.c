@@ -1,6 +1,7 @@
-/* process.c: the parent-death signal and the personality check. */
+/* process.c: the parent-death signal, standard descriptors and the personality check. */
 #include "process.h"
 
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/personality.h>
 #include <sys/prctl.h>
@@ -20,6 +21,18 @@ void die_with_parent(void)
         die_errno("Could not set the parent-death signal");
     if (getppid() != parent)
         _exit(1);
+}
+
+void standard_fds_open(void)
+{
+    for (int fd = 0; fd <= 2; fd++) {
+        if (fcntl(fd, F_GETFD) != -1)
+            continue;
+        /* open returns the lowest free descriptor: this one. */
+        int n = open("/dev/null", O_RDWR);
+        if (n != fd)
+            die_errno("Could not open /dev/null as descriptor %d", fd);
+    }
 }
 
 void refuse_read_implies_exec(void)

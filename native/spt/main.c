@@ -3,7 +3,8 @@
  * this process, at its own addresses, and makes its own system calls under a
  * seccomp allow-list; there are no hypercalls and nothing to serve. In order:
  *
- *   1. start time, parent-death signal, no core files
+ *   1. start time, parent-death signal, descriptors 0-2, SIGTERM and SIGINT
+ *      at their default action, no core files
  *   2. pass 1 over the options (--help, --version, find KERNEL)
  *   3. open KERNEL, check the ELF header, ABI note and manifest
  *   4. pass 2: --mem, --x-exec-heap and module options (block files opened,
@@ -18,6 +19,7 @@
  *
  * No signal handler is installed (solo5-spt installs none either, §1.11):
  * SIGTERM kills the tender with the signal. */
+#include <signal.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <time.h>
@@ -43,6 +45,25 @@ static uint64_t monotonic_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
 }
 
+/* No handler, as solo5-spt (§1.11): SIGTERM and SIGINT kill the tender. Unlike
+ * solo5-spt, their default action and delivery are restored whatever the
+ * parent left (a shell's background job starts with SIGINT ignored), so a
+ * supervisor's stop always works. */
+static void default_stop_signals(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = SIG_DFL;
+    sigemptyset(&sa.sa_mask);
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    if (sigaction(SIGTERM, &sa, NULL) != 0 || sigaction(SIGINT, &sa, NULL) != 0 ||
+        sigprocmask(SIG_UNBLOCK, &set, NULL) != 0)
+        die_errno("Could not restore SIGTERM and SIGINT");
+}
+
 int main(int argc, char *argv[])
 {
     const uint64_t start_ns = monotonic_ns();
@@ -50,6 +71,8 @@ int main(int argc, char *argv[])
     if (argc > 0)
         prog = slash ? slash + 1 : argv[0];
     die_with_parent();
+    standard_fds_open();
+    default_stop_signals();
     /* A crashing guest must not leave its memory on disk in a core file. */
     const struct rlimit no_core = {0, 0};
     setrlimit(RLIMIT_CORE, &no_core);

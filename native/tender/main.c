@@ -36,6 +36,7 @@ int main(int argc, char *argv[])
     if (argc > 0)
         prog = slash ? slash + 1 : argv[0];
     die_with_parent();
+    standard_fds_open();
 
     int kernel = args_pass1(&hvt_cli, argc, argv);
 

@@ -33,6 +33,14 @@ describe('with a guest waiting in epoll_pwait', () => {
     },
   );
 
+  it("SIGINT ends it even when the parent left SIGINT ignored (a shell's background job)", async () => {
+    const t = start('sh', ['-c', 'trap "" INT; exec "$0" "$@"', spt, '--mem=2', sptCanary, 'wait', 'ready']);
+    running.push(t);
+    await t.waitFor('petrel-canary ready\n');
+    process.kill(t.pid, 'SIGINT');
+    expect(await t.exited).toMatchObject({ status: null, signal: 'SIGINT' });
+  });
+
   it('the death of its parent ends a running tender', async () => {
     const { shell, tenderPid } = await underShell(['--mem=2', sptCanary, 'wait', 'ready'], process.env, spt);
     running.push(shell);
