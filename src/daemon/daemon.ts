@@ -21,6 +21,7 @@ import { type CapabilityReport, type ProbeOptions, probeHost } from '../tender/p
 import { createTlsEndpoint, type TlsEndpoint } from '../tls/endpoint.js';
 import { type CanaryResult, runCanary } from './canary.js';
 import type { PetrelConfig } from './config.js';
+import { createMetrics, type Metrics } from './metrics.js';
 import { type CheckResult, preflight, preflightError, probeOptions } from './preflight.js';
 import { type LocalSockets, listenLocalSockets } from './sockets.js';
 
@@ -47,6 +48,7 @@ export interface StartReport {
     readonly failed: readonly { name: string; reason: string }[];
   };
   readonly tls: { readonly address: string; readonly port: number } | null;
+  readonly metrics: { readonly address: string; readonly port: number } | null;
   /** Process start (or `start()` call) to ready, ms. */
   readonly readyMs: number;
 }
@@ -100,16 +102,22 @@ export function createDaemon(options: DaemonOptions): Daemon {
   let sockets: LocalSockets | null = null;
   let tls: TlsEndpoint | null = null;
   let fleet: { reporter: FleetReporter; pool: { end(): Promise<void> } } | null = null;
+  let metrics: Metrics | null = null;
+  let stats: ReturnType<typeof createStatsService> | null = null;
   const probe = options.probe ?? probeHost;
   const probeNow = () =>
     probe(probeOptions(config, options.netns === undefined ? {} : { netns: options.netns }));
 
   async function stop(): Promise<void> {
+    await metrics?.close();
+    metrics = null;
     await fleet?.reporter.stop();
     await fleet?.pool.end();
     fleet = null;
     await tls?.close();
     tls = null;
+    stats?.close();
+    stats = null;
     await sockets?.close();
     sockets = null;
     await engine.shutdown();
@@ -134,6 +142,13 @@ export function createDaemon(options: DaemonOptions): Daemon {
     if (!restored.ok) return restored;
     for (const line of restored.value.cleaned) log.info({ leftover: line }, 'start-up cleanup');
 
+    stats = createStatsService({
+      source: engine,
+      interval: config.statsInterval,
+      maxQueue: config.maxSubscriberQueue,
+      log,
+      ...(options.netns === undefined ? {} : { netns: options.netns }),
+    });
     sockets = await listenLocalSockets({
       runDir: config.runDir,
       engine,
@@ -141,13 +156,7 @@ export function createDaemon(options: DaemonOptions): Daemon {
       log,
       maxFrameBytes: config.maxFrameBytes,
       maxSubscriberQueue: config.maxSubscriberQueue,
-      stats: createStatsService({
-        source: engine,
-        interval: config.statsInterval,
-        maxQueue: config.maxSubscriberQueue,
-        log,
-        ...(options.netns === undefined ? {} : { netns: options.netns }),
-      }),
+      stats,
     });
 
     let tlsAddress: StartReport['tls'] = null;
@@ -160,6 +169,14 @@ export function createDaemon(options: DaemonOptions): Daemon {
       tls = opened.value;
       const address = await tls.listen();
       tlsAddress = { address: address.address, port: address.port };
+    }
+
+    let metricsAddress: StartReport['metrics'] = null;
+    if (config.metricsListen !== null) {
+      metrics = createMetrics(engine);
+      const address = await metrics.listen(config.metricsListen.host, config.metricsListen.port);
+      metricsAddress = { address: address.address, port: address.port };
+      log.info({ metrics: metricsAddress }, 'metrics endpoint listening');
     }
 
     let canary: CanaryResult | null = null;
@@ -175,6 +192,7 @@ export function createDaemon(options: DaemonOptions): Daemon {
         return booted;
       }
       canary = booted.value;
+      metrics?.canaryBooted(canary.bootMs);
       log.info({ bootMs: canary.bootMs, tenderPeakRssKiB: canary.tenderPeakRssKiB }, 'boot canary ran');
     }
 
@@ -212,6 +230,7 @@ export function createDaemon(options: DaemonOptions): Daemon {
       canary,
       restored: { started: restored.value.started, failed: restored.value.failed },
       tls: tlsAddress,
+      metrics: metricsAddress,
       readyMs,
     });
   }

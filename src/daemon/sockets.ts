@@ -202,10 +202,11 @@ export async function listenLocalSockets(options: SocketOptions): Promise<LocalS
       if (wire === null || wire.payload.kind !== 'command') break;
       const { header } = wire;
       const { command } = wire.payload;
+      // The statistics socket keeps reading commands after a subscribe (semantics §2.4); the
+      // subscription lasts until the connection closes.
       if (command.type === 'stats-subscribe' && options.stats !== undefined) {
         options.stats.subscribe(header, socket, (w) => send(socket, w));
-        await source.next().catch(() => null);
-        break;
+        continue;
       }
       const message =
         command.type === 'stats-initial'
@@ -220,6 +221,8 @@ export async function listenLocalSockets(options: SocketOptions): Promise<LocalS
   };
 
   const servers: Server[] = [];
+  // Subscribers keep their connections open; closing the daemon must not wait for them.
+  const open = new Set<Socket>();
   const handlers: [string, (socket: Socket) => Promise<void>][] = [
     [paths.engine, serveEngine],
     [paths.console, serveConsole],
@@ -228,6 +231,8 @@ export async function listenLocalSockets(options: SocketOptions): Promise<LocalS
   for (const [file, serve] of handlers) {
     await rm(file, { force: true });
     const server = createServer((socket) => {
+      open.add(socket);
+      socket.once('close', () => open.delete(socket));
       socket.on('error', (e) =>
         log.debug({ socket: path.basename(file), reason: e.message }, 'client socket error'),
       );
@@ -247,7 +252,9 @@ export async function listenLocalSockets(options: SocketOptions): Promise<LocalS
   return {
     paths,
     async close() {
-      await Promise.all(servers.map((s) => new Promise<void>((resolve) => s.close(() => resolve()))));
+      const closed = servers.map((s) => new Promise<void>((resolve) => s.close(() => resolve())));
+      for (const socket of open) socket.destroy();
+      await Promise.all(closed);
       await Promise.all(Object.values(paths).map((p) => rm(p, { force: true })));
     },
   };

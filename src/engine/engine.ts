@@ -25,7 +25,7 @@ import { createConfig, infoReply, restartArguments, upgradeState } from '../wire
 import { decodeState, encodeState } from '../wire/state.js';
 import type { Command, CurrentState, Data, InfoRelease, Reply, UnikernelConfig } from '../wire/types.js';
 import { BlockCommands } from './blocks.js';
-import { publishStep } from './events.js';
+import { publishCommand, publishRestart, publishStep } from './events.js';
 import type { EngineHost } from './host.js';
 import { unikernelInfo } from './info.js';
 import { describeExit, launch, type RunningVm, releaseHost, vmKey } from './launch.js';
@@ -178,6 +178,11 @@ export class Engine {
     const started = this.#now();
     const response = await this.#dispatch(name, command);
     const fields = { command: command.type, name: printName(name), ms: this.#now() - started };
+    publishCommand({
+      command: command.type,
+      outcome: response.kind === 'failure' ? 'refused' : 'done',
+      ms: fields.ms,
+    });
     if (response.kind === 'failure')
       this.#log.info({ ...fields, reason: response.message }, 'command refused');
     else this.#log.info(fields, 'command done');
@@ -483,6 +488,7 @@ export class Engine {
       case 'restart': {
         const key = vmKey(vm.name);
         this.#log.info({ ...fields, delayMs: decision.delayMs }, 'unikernel exited; restart scheduled');
+        publishRestart({ name: key, delayMs: decision.delayMs });
         const timer = setTimeout(() => {
           void this.#queue.add(() => this.#restartPending(key));
         }, decision.delayMs);

@@ -32,3 +32,31 @@ const channel = diagnostics.channel(TRANSACTION_CHANNEL);
 export function publishStep(name: string, step: TransactionStep): void {
   if (channel.hasSubscribers) channel.publish({ name, step } satisfies TransactionEvent);
 }
+
+export const COMMAND_CHANNEL = 'petrel:command';
+
+/** One command answered by the engine. */
+export interface CommandEvent {
+  readonly command: string;
+  readonly outcome: 'done' | 'refused';
+  readonly ms: number;
+}
+
+export const RESTART_CHANNEL = 'petrel:restart';
+
+/** A restart-on-failure was scheduled for a unikernel. */
+export interface RestartEvent {
+  readonly name: string;
+  readonly delayMs: number;
+}
+
+const commands = diagnostics.channel(COMMAND_CHANNEL);
+const restarts = diagnostics.channel(RESTART_CHANNEL);
+
+export function publishCommand(event: CommandEvent): void {
+  if (commands.hasSubscribers) commands.publish(event);
+}
+
+export function publishRestart(event: RestartEvent): void {
+  if (restarts.hasSubscribers) restarts.publish(event);
+}

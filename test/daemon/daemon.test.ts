@@ -133,6 +133,33 @@ describe('petreld start-up', () => {
     ).toMatchObject({ kind: 'reply', reply: { type: 'consoles' } });
   });
 
+  it('serves Prometheus metrics on loopback when asked: usage per path, command latency, canary', async () => {
+    const started = unwrap(await start({ metricsListen: '127.0.0.1:0' }));
+    expect(started.metrics).not.toBeNull();
+    const policy = unwrap(makePolicy({ vms: 2, memory: 64, cpuids: [0], block: null, bridges: [] }));
+    // A successful policy add keeps the connection open for the next command.
+    const session = open(sock('vmmd.sock'), commandFrame('team:', { type: 'policy-add', policy }));
+    await session.waitFor(1);
+    session.write(
+      commandFrame('team:vm', {
+        type: 'unikernel-create',
+        force: false,
+        release: '2.7',
+        config: await canaryConfig(canaryImage, ['wait', 'm'], { memory: 8 }),
+      }),
+    );
+    await session.closed;
+    expect(session.messages.map(said)).toEqual(['added policy', 'created unikernel']);
+    const text = await (await fetch(`http://127.0.0.1:${started.metrics?.port}/metrics`)).text();
+    expect(text).toMatch(/^petrel_unikernels_running\{path="team:"\} 1$/m);
+    expect(text).toMatch(/^petrel_memory_used_mib\{path="team:"\} 8$/m);
+    expect(text).toMatch(
+      /^petrel_command_duration_seconds_count\{command="unikernel-create",outcome="done"\} 1$/m,
+    );
+    expect(text).toMatch(/^petrel_canary_boot_seconds [0-9.e-]+$/m);
+    expect((await fetch(`http://127.0.0.1:${started.metrics?.port}/other`)).status).toBe(404);
+  });
+
   it('refuses to start when the canary image is corrupt', async () => {
     const bad = path.join(dir, 'corrupt.hvt');
     await writeFile(bad, 'not an ELF');

@@ -1,0 +1,117 @@
+// The Prometheus endpoint of petreld (issue 8 item 5): off unless `metricsListen` is set, and
+// meant for loopback. Usage per top-level path is read from the engine's tree at scrape time;
+// command latencies and restarts arrive on the engine's diagnostics channels.
+
+import diagnostics from 'node:diagnostics_channel';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { Engine } from '../engine/engine.js';
+import { COMMAND_CHANNEL, type CommandEvent, RESTART_CHANNEL } from '../engine/events.js';
+import { printPath } from '../resources/name.js';
+import * as T from '../resources/tree.js';
+
+export interface Metrics {
+  /** Records the boot canary's latency (seconds). */
+  canaryBooted(ms: number): void;
+  listen(host: string, port: number): Promise<AddressInfo>;
+  close(): Promise<void>;
+  /** The exposition text (tests). */
+  render(): Promise<string>;
+}
+
+export function createMetrics(engine: Engine): Metrics {
+  const registry = new Registry();
+  /** Top-level paths and the root: the subtree each one accounts for. */
+  const topLevel = () => {
+    const paths = new Set<string>(['']);
+    for (const [name] of T.foldUnikernels(engine.tree, [])) paths.add(name.path[0] ?? '');
+    for (const [name] of T.foldPolicies(engine.tree, []))
+      if (name.path.length > 0) paths.add(name.path[0] as string);
+    return [...paths];
+  };
+  const perPath = (metric: string, help: string, value: (usage: T.Usage) => number) =>
+    new Gauge({
+      name: metric,
+      help,
+      labelNames: ['path'],
+      registers: [registry],
+      collect() {
+        this.reset();
+        for (const path of topLevel()) {
+          const usage = T.usageAt(engine.tree, path === '' ? [] : ([path] as never));
+          this.set({ path: path === '' ? ':' : `${printPath([path] as never)}:` }, value(usage));
+        }
+      },
+    });
+  perPath(
+    'petrel_unikernels_running',
+    'Running unikernels at or below the path (":" is the whole host)',
+    (u) => u.vms,
+  );
+  perPath(
+    'petrel_memory_used_mib',
+    'Memory of running unikernels at or below the path, MiB',
+    (u) => u.memory,
+  );
+  perPath('petrel_block_storage_mib', 'Block devices at or below the path, MiB', (u) => u.block);
+
+  const latency = new Histogram({
+    name: 'petrel_command_duration_seconds',
+    help: 'Time from a command entering the engine to its reply',
+    labelNames: ['command', 'outcome'],
+    buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10],
+    registers: [registry],
+  });
+  const restarts = new Counter({
+    name: 'petrel_restarts_total',
+    help: 'Restarts on failure scheduled',
+    registers: [registry],
+  });
+  const canary = new Gauge({
+    name: 'petrel_canary_boot_seconds',
+    help: 'Boot latency of the last boot canary (create to its console line)',
+    registers: [registry],
+  });
+
+  const onCommand = (message: unknown) => {
+    const event = message as CommandEvent;
+    latency.observe({ command: event.command, outcome: event.outcome }, event.ms / 1000);
+  };
+  const onRestart = () => restarts.inc();
+  diagnostics.subscribe(COMMAND_CHANNEL, onCommand);
+  diagnostics.subscribe(RESTART_CHANNEL, onRestart);
+
+  let server: Server | null = null;
+  return {
+    canaryBooted: (ms) => canary.set(ms / 1000),
+    render: () => registry.metrics(),
+    listen(host, port) {
+      server = createServer((req, res) => {
+        if (req.method !== 'GET' || req.url !== '/metrics') {
+          res.writeHead(404, { 'content-type': 'text/plain' }).end('only GET /metrics\n');
+          return;
+        }
+        registry.metrics().then(
+          (text) => res.writeHead(200, { 'content-type': registry.contentType }).end(text),
+          (e: unknown) => res.writeHead(500, { 'content-type': 'text/plain' }).end(`${String(e)}\n`),
+        );
+      });
+      const listening = server;
+      return new Promise((resolve, reject) => {
+        listening.once('error', reject);
+        listening.listen(port, host, () => resolve(listening.address() as AddressInfo));
+      });
+    },
+    async close() {
+      diagnostics.unsubscribe(COMMAND_CHANNEL, onCommand);
+      diagnostics.unsubscribe(RESTART_CHANNEL, onRestart);
+      const open = server;
+      server = null;
+      if (open === null) return;
+      // Scrapers keep connections alive; they must not hold the shutdown.
+      open.closeAllConnections();
+      await new Promise<void>((resolve) => open.close(() => resolve()));
+    },
+  };
+}
