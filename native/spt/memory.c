@@ -9,7 +9,10 @@
 #include <unistd.h>
 
 #include "abi.h"
+#include "image.h"
 #include "util.h"
+
+_Static_assert(SPT_LOAD_MIN == GUEST_MIN_LOAD, "the shared loader and the spt ABI agree on the image's lowest address");
 
 #ifndef MAP_FIXED_NOREPLACE
 #define MAP_FIXED_NOREPLACE 0x100000
