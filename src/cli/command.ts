@@ -8,6 +8,20 @@ export interface CliIo {
   /** Reads a whole file; `-` is standard input. */
   readonly readFile: (path: string) => Promise<Uint8Array>;
   readonly writeFile: (path: string, data: Uint8Array) => Promise<void>;
+  // Optional streaming and terminal access, for the client's block images and followed streams.
+  // Absent members fall back to readFile/writeFile, "not a terminal" and "never interrupted".
+  /** A file in pieces, with its size when known (`-` = standard input, size null). */
+  readonly openRead?: (
+    path: string,
+  ) => Promise<{ readonly size: number | null; readonly chunks: AsyncIterable<Uint8Array> }>;
+  /** Writes pieces to a file as they arrive, so a large dump never sits in memory. */
+  readonly writeChunks?: (path: string, chunks: AsyncIterable<Uint8Array>) => Promise<void>;
+  readonly isTty?: { readonly stdout: boolean; readonly stderr: boolean };
+  /**
+   * A signal aborted on the first SIGINT or SIGTERM (followed streams end cleanly on it).
+   * Calling it is what installs the handlers, so commands that never ask keep Node's defaults.
+   */
+  readonly interrupted?: () => AbortSignal;
 }
 
 export interface CliCommand {

@@ -1,12 +1,38 @@
-// The real process I/O behind CliIo: stdout/stderr streams and the file system.
+// The real process I/O behind CliIo: stdout/stderr streams, the file system, the terminal and
+// the interrupt signals.
 
-import { readFile, writeFile } from 'node:fs/promises';
+import { createReadStream, createWriteStream } from 'node:fs';
+import { readFile, stat, writeFile } from 'node:fs/promises';
+import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
 import type { CliIo } from './command.js';
 
 async function readStdin(): Promise<Uint8Array> {
   const chunks: Buffer[] = [];
   for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
   return Buffer.concat(chunks);
+}
+
+let interrupt: AbortController | null = null;
+
+/**
+ * One controller for the process, aborted by the first SIGINT or SIGTERM; a second signal
+ * exits at once (128 + signal number) in case the clean ending hangs.
+ */
+function interrupted(): AbortSignal {
+  if (interrupt !== null) return interrupt.signal;
+  const controller = new AbortController();
+  interrupt = controller;
+  for (const [signal, number] of [
+    ['SIGINT', 2],
+    ['SIGTERM', 15],
+  ] as const) {
+    process.on(signal, () => {
+      if (controller.signal.aborted) process.exit(128 + number);
+      controller.abort(signal);
+    });
+  }
+  return controller.signal;
 }
 
 export function processIo(): CliIo {
@@ -19,5 +45,19 @@ export function processIo(): CliIo {
     },
     readFile: (path) => (path === '-' ? readStdin() : readFile(path)),
     writeFile: (path, data) => writeFile(path, data),
+    openRead: async (path) => {
+      if (path === '-') return { size: null, chunks: process.stdin };
+      const { size } = await stat(path);
+      // Opened before returning, so a missing or unreadable file fails here, not mid-stream.
+      const stream = createReadStream(path, { highWaterMark: 64 * 1024 });
+      await new Promise<void>((resolve, reject) => {
+        stream.once('open', () => resolve());
+        stream.once('error', reject);
+      });
+      return { size, chunks: stream };
+    },
+    writeChunks: (path, chunks) => pipeline(Readable.from(chunks), createWriteStream(path)),
+    isTty: { stdout: process.stdout.isTTY === true, stderr: process.stderr.isTTY === true },
+    interrupted,
   };
 }

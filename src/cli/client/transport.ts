@@ -1,0 +1,246 @@
+// How the `petrel` client reaches a petreld: the Transport interface every subcommand uses, and
+// its local implementation over the unix sockets (semantics §2.1: the command picks the socket).
+
+import { connect, type Socket } from 'node:net';
+import type { PetrelError, Result } from '../../resources/errors.js';
+import { SocketChannel } from '../../tls/channel.js';
+import { DEFAULT_MAX_FRAME, END_OF_STREAM, frame } from '../../wire/framing.js';
+import { decodeWire, encodeWire } from '../../wire/message.js';
+import type { Command, Data, Name, Reply } from '../../wire/types.js';
+import { WIRE_VERSION } from '../../wire/types.js';
+
+/**
+ * Why an exchange did not produce an answer; each code is one exit status of `petrel`
+ * (src/cli/client/exit.ts). A remote transport reports TLS trouble with the same codes.
+ */
+export type TransportErrorCode =
+  /** Nothing listens where we looked (socket missing, refused, not permitted; host unreachable). */
+  | 'E_CLIENT_CONNECT'
+  /** Connected, but the exchange broke: closed without a reply, an undecodable or unexpected frame. */
+  | 'E_CLIENT_PROTOCOL'
+  /** TLS: the server refused our certificate, or we refused the server's. */
+  | 'E_CLIENT_AUTH'
+  /** This petrel cannot do what was asked (remote mode without a TLS client). */
+  | 'E_CLIENT_UNSUPPORTED';
+
+export type TransportError = PetrelError<TransportErrorCode>;
+
+/** The first answer to a command: Success or Failure (wire §4.9). */
+export type Answer =
+  | { readonly kind: 'reply'; readonly reply: Reply }
+  | { readonly kind: 'failure'; readonly message: string };
+
+/** What follows the first answer in the Read and Dump modes, until the server closes. */
+export type StreamEvent =
+  /** `name` is the header's: the full name for console lines, relative to the subscription for stats. */
+  | { readonly kind: 'data'; readonly name: Name; readonly data: Data }
+  /** A Failure after data (a block dump that broke in the middle). */
+  | { readonly kind: 'failure'; readonly message: string }
+  /** The connection broke or carried something that is not data; nothing follows. */
+  | { readonly kind: 'broken'; readonly error: TransportError };
+
+export interface Stream {
+  readonly answer: Answer;
+  /** Ends when the server closes the connection (after close(), soon). */
+  readonly events: AsyncIterable<StreamEvent>;
+  /** Ends the exchange from our side: unsubscribes a console or statistics subscriber. */
+  close(): void;
+}
+
+export interface Transport {
+  /**
+   * Single mode: one command, one answer. `input` chunks are streamed after the command as raw
+   * frames ended by a zero-length frame (block set [7]); sending stops early if the server
+   * answers before the stream is complete.
+   */
+  request(
+    name: Name,
+    command: Command,
+    input?: AsyncIterable<Uint8Array>,
+  ): Promise<Result<Answer, TransportError>>;
+  /** Read and Dump modes (console and stats subscribe, block dump): the answer, then events. */
+  stream(name: Name, command: Command): Promise<Result<Stream, TransportError>>;
+}
+
+export interface LocalSockets {
+  readonly engine: string;
+  readonly console: string;
+  readonly stats: string;
+}
+
+const transportError = (code: TransportErrorCode, message: string): { ok: false; error: TransportError } => ({
+  ok: false,
+  error: { code, message },
+});
+
+/** The socket that handles a command (semantics §2.1). */
+export function socketFor(command: Command, sockets: LocalSockets): string {
+  if (command.type.startsWith('console-')) return sockets.console;
+  if (command.type.startsWith('stats-')) return sockets.stats;
+  return sockets.engine;
+}
+
+const REASONS: Readonly<Record<string, string>> = {
+  ENOENT: 'no such socket',
+  ECONNREFUSED: 'connection refused (a stale socket: is petreld running?)',
+  EACCES: 'permission denied (the sockets are group-accessible: are you in petreld’s group?)',
+  ENOTSOCK: 'not a socket',
+};
+
+function openSocket(path: string): Promise<Result<Socket, TransportError>> {
+  return new Promise((resolve) => {
+    const socket = connect(path);
+    const failed = (e: NodeJS.ErrnoException) => {
+      const reason = REASONS[e.code ?? ''] ?? e.message;
+      resolve(
+        transportError(
+          'E_CLIENT_CONNECT',
+          `cannot connect to ${path}: ${reason}; give petreld's run directory with --run-dir DIR, or a socket with --socket PATH`,
+        ),
+      );
+    };
+    socket.once('error', failed);
+    socket.once('connect', () => {
+      socket.off('error', failed);
+      resolve({ ok: true, value: socket });
+    });
+  });
+}
+
+function commandBytes(name: Name, command: Command): Result<Uint8Array, TransportError> {
+  const bytes = encodeWire({
+    header: { version: WIRE_VERSION, sequence: 0n, name },
+    payload: { kind: 'command', command },
+  });
+  if (!bytes.ok)
+    return transportError('E_CLIENT_UNSUPPORTED', `cannot encode the command: ${bytes.error.message}`);
+  return { ok: true, value: frame(bytes.value) };
+}
+
+/** The next message of the exchange as a wire value, or why there is none. */
+async function nextMessage(channel: SocketChannel) {
+  const event = await channel.next();
+  if (event.kind === 'closed') return { kind: 'closed' } as const;
+  if (event.kind === 'refused') return { kind: 'broken', error: event.error.message } as const;
+  if (event.kind === 'end') return { kind: 'broken', error: 'petreld sent an end-of-stream frame' } as const;
+  const wire = decodeWire(event.payload);
+  if (!wire.ok)
+    return { kind: 'broken', error: `undecodable message from petreld: ${wire.error.message}` } as const;
+  return { kind: 'message', wire: wire.value } as const;
+}
+
+async function firstAnswer(channel: SocketChannel, path: string): Promise<Result<Answer, TransportError>> {
+  const next = await nextMessage(channel);
+  if (next.kind === 'closed') {
+    return transportError('E_CLIENT_PROTOCOL', `${path} closed the connection without answering`);
+  }
+  if (next.kind === 'broken') return transportError('E_CLIENT_PROTOCOL', next.error);
+  const { payload } = next.wire;
+  if (payload.kind === 'reply') return { ok: true, value: { kind: 'reply', reply: payload.reply } };
+  if (payload.kind === 'failure') return { ok: true, value: { kind: 'failure', message: payload.message } };
+  return transportError('E_CLIENT_PROTOCOL', `petreld answered with ${payload.kind} instead of a reply`);
+}
+
+/** Sends `input` as raw frames until it ends or `stop` says the server has answered. */
+async function sendChunks(
+  channel: SocketChannel,
+  input: AsyncIterable<Uint8Array>,
+  stop: () => boolean,
+): Promise<void> {
+  for await (const chunk of input) {
+    if (stop()) return;
+    if (chunk.length === 0) continue;
+    if (!(await channel.write(frame(chunk)))) return;
+  }
+  if (!stop()) await channel.write(END_OF_STREAM);
+}
+
+/** After close(), how long the server gets to close its side before the socket is destroyed. */
+const CLOSE_GRACE_MS = 2_000;
+
+async function* streamEvents(channel: SocketChannel): AsyncGenerator<StreamEvent> {
+  for (;;) {
+    const next = await nextMessage(channel);
+    if (next.kind === 'closed') return;
+    if (next.kind === 'broken') {
+      yield { kind: 'broken', error: { code: 'E_CLIENT_PROTOCOL', message: next.error } };
+      return;
+    }
+    const { header, payload } = next.wire;
+    if (payload.kind === 'data') yield { kind: 'data', name: header.name, data: payload.data };
+    else if (payload.kind === 'failure') yield { kind: 'failure', message: payload.message };
+    else {
+      const message = `petreld sent ${payload.kind} in the middle of a stream`;
+      yield { kind: 'broken', error: { code: 'E_CLIENT_PROTOCOL', message } };
+      return;
+    }
+  }
+}
+
+/** The local transport: `sockets` as petreld lays them out, or one socket for everything (--socket). */
+export function createLocalTransport(
+  sockets: LocalSockets,
+  options: { readonly maxFrame?: number } = {},
+): Transport {
+  const maxFrame = options.maxFrame ?? DEFAULT_MAX_FRAME;
+
+  async function open(name: Name, command: Command) {
+    const bytes = commandBytes(name, command);
+    if (!bytes.ok) return bytes;
+    const path = socketFor(command, sockets);
+    const socket = await openSocket(path);
+    if (!socket.ok) return socket;
+    const channel = new SocketChannel(socket.value, maxFrame);
+    if (!(await channel.write(bytes.value))) {
+      channel.destroy();
+      return transportError('E_CLIENT_PROTOCOL', `${path} closed the connection before the command was sent`);
+    }
+    return { ok: true as const, value: { channel, path } };
+  }
+
+  return {
+    async request(name, command, input) {
+      const opened = await open(name, command);
+      if (!opened.ok) return opened;
+      const { channel, path } = opened.value;
+      try {
+        let answered = false;
+        const answer = firstAnswer(channel, path).finally(() => {
+          answered = true;
+        });
+        if (input !== undefined) await sendChunks(channel, input, () => answered);
+        return await answer;
+      } finally {
+        // A policy add keeps the connection for another command: we have none, so say so.
+        channel.end();
+      }
+    },
+
+    async stream(name, command) {
+      const opened = await open(name, command);
+      if (!opened.ok) return opened;
+      const { channel, path } = opened.value;
+      const answer = await firstAnswer(channel, path);
+      if (!answer.ok) {
+        channel.destroy();
+        return answer;
+      }
+      let closing = false;
+      return {
+        ok: true,
+        value: {
+          answer: answer.value,
+          events: streamEvents(channel),
+          close() {
+            if (closing) return;
+            closing = true;
+            channel.end();
+            const timer = setTimeout(() => channel.destroy(), CLOSE_GRACE_MS);
+            timer.unref();
+            void channel.closed.then(() => clearTimeout(timer));
+          },
+        },
+      };
+    },
+  };
+}
