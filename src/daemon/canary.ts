@@ -30,7 +30,7 @@ export interface CanaryResult {
 export interface CanaryOptions {
   readonly engine: Engine;
   readonly hub: ConsoleHub;
-  /** The canary image (canary.hvt). */
+  /** The canary image (canary.hvt or canary.spt). */
   readonly image: string;
   readonly deadlineMs: number;
   readonly now?: () => number;

@@ -20,7 +20,7 @@ import { bundledNativePath } from '../tender/lookup.js';
 import { type CapabilityReport, type ProbeOptions, probeHost } from '../tender/probe.js';
 import { createTlsEndpoint, type TlsEndpoint } from '../tls/endpoint.js';
 import { type CanaryResult, runCanary } from './canary.js';
-import type { PetrelConfig } from './config.js';
+import type { PetrelConfig, Runtime } from './config.js';
 import { createMetrics, type Metrics } from './metrics.js';
 import { type CheckResult, preflight, preflightError, probeOptions } from './preflight.js';
 import { type LocalSockets, listenLocalSockets } from './sockets.js';
@@ -28,8 +28,8 @@ import { type LocalSockets, listenLocalSockets } from './sockets.js';
 export interface DaemonOptions {
   readonly config: PetrelConfig;
   readonly log: Logger;
-  /** The boot canary image. Default `native/build/canary.hvt` of this package. */
-  readonly canaryImage?: string;
+  /** Boot canary images per runtime. Default `native/build/canary.<runtime>` of this package. */
+  readonly canaryImages?: Partial<Record<Runtime, string>>;
   /** Network namespace for taps, bridges and tenders (tests). */
   readonly netns?: string;
   /**
@@ -42,7 +42,8 @@ export interface DaemonOptions {
 export interface StartReport {
   readonly checks: readonly CheckResult[];
   readonly report: CapabilityReport;
-  readonly canary: CanaryResult | null;
+  /** One boot canary per configured runtime, in the order of `--runtimes`. */
+  readonly canaries: readonly (CanaryResult & { readonly runtime: Runtime })[];
   readonly restored: {
     readonly started: readonly string[];
     readonly failed: readonly { name: string; reason: string }[];
@@ -179,26 +180,29 @@ export function createDaemon(options: DaemonOptions): Daemon {
       log.info({ metrics: metricsAddress }, 'metrics endpoint listening');
     }
 
-    let canary: CanaryResult | null = null;
-    if (config.runtimes.includes('hvt')) {
-      const image = options.canaryImage ?? bundledNativePath('canary.hvt');
+    const canaries: (CanaryResult & { runtime: Runtime })[] = [];
+    for (const runtime of config.runtimes) {
+      const image = options.canaryImages?.[runtime] ?? bundledNativePath(`canary.${runtime}`);
       if (image === null) {
         await stop();
-        return err('E_CANARY', 'boot canary failed: the canary image canary.hvt is not installed');
+        return err('E_CANARY', `boot canary failed: the canary image canary.${runtime} is not installed`);
       }
       const booted = await runCanary({ engine, hub, image, deadlineMs: config.canaryDeadline });
       if (!booted.ok) {
         await stop();
-        return booted;
+        return err('E_CANARY', `${runtime} ${booted.error.message}`);
       }
-      canary = booted.value;
-      metrics?.canaryBooted(canary.bootMs);
-      log.info({ bootMs: canary.bootMs, tenderPeakRssKiB: canary.tenderPeakRssKiB }, 'boot canary ran');
+      canaries.push({ runtime, ...booted.value });
+      metrics?.canaryBooted(runtime, booted.value.bootMs);
+      log.info(
+        { runtime, bootMs: booted.value.bootMs, tenderPeakRssKiB: booted.value.tenderPeakRssKiB },
+        'boot canary ran',
+      );
     }
 
     const node = await writeFileAtomic(
       path.join(config.runDir, 'node.json'),
-      Buffer.from(`${JSON.stringify({ report, canary }, null, 2)}\n`),
+      Buffer.from(`${JSON.stringify({ report, canaries }, null, 2)}\n`),
       { mode: 0o644 },
     );
     if (!node.ok) {
@@ -227,7 +231,7 @@ export function createDaemon(options: DaemonOptions): Daemon {
     return ok({
       checks: results,
       report,
-      canary,
+      canaries,
       restored: { started: restored.value.started, failed: restored.value.failed },
       tls: tlsAddress,
       metrics: metricsAddress,

@@ -12,8 +12,8 @@ import { printPath } from '../resources/name.js';
 import * as T from '../resources/tree.js';
 
 export interface Metrics {
-  /** Records the boot canary's latency (seconds). */
-  canaryBooted(ms: number): void;
+  /** Records a boot canary's latency. */
+  canaryBooted(runtime: string, ms: number): void;
   listen(host: string, port: number): Promise<AddressInfo>;
   close(): Promise<void>;
   /** The exposition text (tests). */
@@ -70,7 +70,8 @@ export function createMetrics(engine: Engine): Metrics {
   });
   const canary = new Gauge({
     name: 'petrel_canary_boot_seconds',
-    help: 'Boot latency of the last boot canary (create to its console line)',
+    help: 'Boot latency of the last boot canary of each runtime (create to its console line)',
+    labelNames: ['runtime'],
     registers: [registry],
   });
 
@@ -84,7 +85,7 @@ export function createMetrics(engine: Engine): Metrics {
 
   let server: Server | null = null;
   return {
-    canaryBooted: (ms) => canary.set(ms / 1000),
+    canaryBooted: (runtime, ms) => canary.set({ runtime }, ms / 1000),
     render: () => registry.metrics(),
     listen(host, port) {
       server = createServer((req, res) => {

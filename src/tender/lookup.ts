@@ -1,11 +1,12 @@
 // Finds the tender executable in ONE order: the configured path when given (missing is an
-// error), else the four candidates of semantics §8.1, else the bundled petrel-hvt for hvt.
+// error), else the four candidates of semantics §8.1, else the bundled petrel-hvt or petrel-spt.
 
 import { constants, existsSync } from 'node:fs';
 import { access, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { err, ok, type PetrelError, type Result } from '../resources/errors.js';
+import { onlyBundledSpeaks } from './abi.js';
 import type { TenderKind } from './elf.js';
 
 export interface LookupOptions {
@@ -20,6 +21,8 @@ export interface LookupOptions {
   readonly searchPath?: string;
   /** The bundled hvt tender; null for none. Default `<package root>/native/build/petrel-hvt`. */
   readonly bundledHvt?: string | null;
+  /** The bundled spt tender; null for none. Default `<package root>/native/build/petrel-spt`. */
+  readonly bundledSpt?: string | null;
 }
 
 export type LookupError = PetrelError<'E_TENDER_MISSING'>;
@@ -81,15 +84,22 @@ export async function findTender(options: LookupOptions): Promise<Result<string,
     looked.push(program);
     return searchPath(program, pathList);
   };
+  const configured = options.kind === 'hvt' ? options.bundledHvt : options.bundledSpt;
+  const bundledPath = configured === undefined ? bundledNativePath(`petrel-${options.kind}`) : configured;
+  const bundled = async (): Promise<string | null> => {
+    if (bundledPath === null) return null;
+    looked.push(bundledPath);
+    return (await isExecutableFile(bundledPath)) ? bundledPath : null;
+  };
+  // An ABI only the bundled tender speaks: an unversioned solo5 tender would fail its check.
+  const bundledFirst = onlyBundledSpeaks(options.kind, options.abiVersion);
   const found =
-    (await inDir(versioned)) ?? (await inPath(versioned)) ?? (await inDir(base)) ?? (await inPath(base));
+    (await inDir(versioned)) ??
+    (await inPath(versioned)) ??
+    (bundledFirst ? await bundled() : null) ??
+    (await inDir(base)) ??
+    (await inPath(base)) ??
+    (bundledFirst ? null : await bundled());
   if (found !== null) return ok(found);
-  if (options.kind === 'hvt') {
-    const bundled = options.bundledHvt === undefined ? bundledHvtPath() : options.bundledHvt;
-    if (bundled !== null) {
-      looked.push(bundled);
-      if (await isExecutableFile(bundled)) return ok(bundled);
-    }
-  }
   return err('E_TENDER_MISSING', `tender does not exist, looked for ${looked.join(', ')}`, { looked });
 }

@@ -11,12 +11,11 @@ import { runCommand } from '../host/command.js';
 import { listLinks, type NetOptions, runIp } from '../host/ip.js';
 import { blockDir } from '../host/paths.js';
 import { checkTapPrefix, DEFAULT_TAP_PREFIX, removeTap } from '../host/tap.js';
+import { ABI_VERSION, SOLO5_SPT_ABI } from './abi.js';
 import type { TenderKind } from './elf.js';
 import { bundledHvtPath, findTender } from './lookup.js';
 import { runTenderVersion, type TenderVersion } from './version.js';
 
-/** The solo5 ABI version Petrel's tenders must speak (hvt and spt alike, solo5.md §1.5). */
-export const TENDER_ABI_VERSION = 2;
 /** The KVM API version every kernel since 2.6.22 reports and solo5-hvt requires (solo5.md §1.13). */
 export const KVM_API_VERSION = 12;
 
@@ -93,6 +92,8 @@ export interface ProbeOptions extends NetOptions {
   readonly searchPath?: string;
   /** The bundled hvt tender; null for none. Default `native/build/petrel-hvt` of this package. */
   readonly bundledHvt?: string | null;
+  /** The bundled spt tender; null for none. Default `native/build/petrel-spt` of this package. */
+  readonly bundledSpt?: string | null;
   /** The kvm-probe helper. Default `native/build/kvm-probe` of this package. */
   readonly kvmProbe?: string | null;
   /** Tap prefix of this daemon; the probe tap is `<prefix>probe`, cut to fit 15 bytes. Default `ptap`. */
@@ -219,15 +220,20 @@ function tenderCapability(kind: TenderKind, file: string, version: TenderVersion
   return { kind, path: file, version: version.banner, abi: version.abiVersion };
 }
 
-async function probeTender(kind: TenderKind, options: ProbeOptions): Promise<Found<TenderCapability | null>> {
+async function probeTender(
+  kind: TenderKind,
+  options: ProbeOptions,
+  abi: number = ABI_VERSION[kind],
+): Promise<Found<TenderCapability | null>> {
   const explicit = options.tenders?.[kind] ?? undefined;
   const found = await findTender({
     kind,
-    abiVersion: TENDER_ABI_VERSION,
+    abiVersion: abi,
     stateDir: options.stateDir,
     ...(explicit === undefined ? {} : { explicit }),
     ...(options.searchPath === undefined ? {} : { searchPath: options.searchPath }),
     ...(options.bundledHvt === undefined ? {} : { bundledHvt: options.bundledHvt }),
+    ...(options.bundledSpt === undefined ? {} : { bundledSpt: options.bundledSpt }),
   });
   const flag = `--tender-${kind}`;
   if (!found.ok) {
@@ -238,7 +244,7 @@ async function probeTender(kind: TenderKind, options: ProbeOptions): Promise<Fou
         hint:
           kind === 'hvt'
             ? `install solo5-hvt, build the bundled tender with \`make -C native\`, or point ${flag} at one`
-            : `install solo5-spt in the state directory or PATH, or point ${flag} at one`,
+            : `build the bundled petrel-spt with \`make -C native\`, install a tender of ABI ${ABI_VERSION.spt}, or point ${flag} at one`,
       },
     };
   }
@@ -250,13 +256,13 @@ async function probeTender(kind: TenderKind, options: ProbeOptions): Promise<Fou
     };
   }
   const capability = tenderCapability(kind, found.value, version.value);
-  if (capability !== null && capability.abi === TENDER_ABI_VERSION) return { value: capability };
+  if (capability !== null && capability.abi === abi) return { value: capability };
   return {
     value: capability,
     problem: {
       // Albatross' own text (semantics §8.1), prefixed with the tender that printed it.
-      detail: `${found.value}: unexpected solo5 tender --version output, expected one line with 'ABI version ${TENDER_ABI_VERSION}', got ${version.value.output}`,
-      hint: `install a solo5-${kind} tender of ABI version ${TENDER_ABI_VERSION}, or point ${flag} at one`,
+      detail: `${found.value}: unexpected solo5 tender --version output, expected one line with 'ABI version ${abi}', got ${version.value.output}`,
+      hint: `install a solo5-${kind} tender of ABI version ${abi}, or point ${flag} at one`,
     },
   };
 }
@@ -337,7 +343,7 @@ export async function probeHost(options: ProbeOptions): Promise<CapabilityReport
     ...(options.netns === undefined ? {} : { netns: options.netns }),
     ...(options.ipCommand === undefined ? {} : { ipCommand: options.ipCommand }),
   };
-  const [kvm, hvt, spt, tun, bridges, block, netAdmin] = await Promise.all([
+  const [kvm, hvt, spt, solo5Spt, tun, bridges, block, netAdmin] = await Promise.all([
     probeKvm(
       options.kvmDevice ?? '/dev/kvm',
       options.kvmProbe === undefined ? bundledKvmProbePath() : options.kvmProbe,
@@ -345,6 +351,8 @@ export async function probeHost(options: ProbeOptions): Promise<CapabilityReport
     ),
     probeTender('hvt', options),
     probeTender('spt', options),
+    // solo5's own spt ABI: listed when installed (real spt unikernels need it), never required.
+    probeTender('spt', options, SOLO5_SPT_ABI),
     probeTun(options.tunDevice ?? '/dev/net/tun'),
     probeBridges(net),
     probeBlockStorage(blockDir(options.stateDir)),
@@ -365,7 +373,10 @@ export async function probeHost(options: ProbeOptions): Promise<CapabilityReport
   }
   const cpus = hostCpus();
   const memoryMiB = Math.floor(os.totalmem() / MIB);
-  const tenders = [hvt.value, spt.value].filter((t): t is TenderCapability => t !== null);
+  const tenders = [hvt.value, spt.value, solo5Spt.value].filter(
+    (t, i, all): t is TenderCapability =>
+      t !== null && all.findIndex((u) => u?.path === t.path && u?.abi === t.abi) === i,
+  );
   return Object.freeze({
     probedAt,
     kvm: kvm.value,
@@ -382,5 +393,5 @@ export async function probeHost(options: ProbeOptions): Promise<CapabilityReport
 
 /** The usable tender of `kind`: listed and speaking Petrel's ABI version. */
 export function usableTender(report: CapabilityReport, kind: TenderKind): TenderCapability | null {
-  return report.tenders.find((t) => t.kind === kind && t.abi === TENDER_ABI_VERSION) ?? null;
+  return report.tenders.find((t) => t.kind === kind && t.abi === ABI_VERSION[kind]) ?? null;
 }

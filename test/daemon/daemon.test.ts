@@ -59,7 +59,7 @@ async function start(extra: Record<string, string> = {}, canary = canaryImage) {
     log: pino({ level: process.env.PETREL_TEST_LOG ?? 'silent' }),
     netns: netns.name,
     probe,
-    canaryImage: canary,
+    canaryImages: { hvt: canary },
   });
   return daemon.start();
 }
@@ -69,10 +69,11 @@ const sock = (name: string) => path.join(dir, 'run', 'util', name);
 describe('petreld start-up', () => {
   it('passes preflight, boots the canary, writes node.json and serves the local sockets', async () => {
     const started = unwrap(await start());
-    expect(started.canary?.bootMs).toBeGreaterThan(0);
+    expect(started.canaries.map((c) => c.runtime)).toEqual(['hvt']);
+    expect(started.canaries[0]?.bootMs).toBeGreaterThan(0);
     expect(started.readyMs).toBeGreaterThan(0);
     const node = JSON.parse(await readFile(path.join(dir, 'run', 'node.json'), 'utf8'));
-    expect(node.canary.bootMs).toBe(started.canary?.bootMs);
+    expect(node.canaries[0].bootMs).toBe(started.canaries[0]?.bootMs);
     expect(node.report.tun).toBe(true);
     // The canary is gone and was never persisted.
     expect(daemon?.engine.running).toEqual([]);
@@ -156,7 +157,7 @@ describe('petreld start-up', () => {
     expect(text).toMatch(
       /^petrel_command_duration_seconds_count\{command="unikernel-create",outcome="done"\} 1$/m,
     );
-    expect(text).toMatch(/^petrel_canary_boot_seconds [0-9.e-]+$/m);
+    expect(text).toMatch(/^petrel_canary_boot_seconds\{runtime="hvt"\} [0-9.e-]+$/m);
     expect((await fetch(`http://127.0.0.1:${started.metrics?.port}/other`)).status).toBe(404);
   });
 
@@ -165,7 +166,7 @@ describe('petreld start-up', () => {
     await writeFile(bad, 'not an ELF');
     const started = await start({}, bad);
     expect(started.ok).toBe(false);
-    if (!started.ok) expect(started.error.message).toMatch(/^boot canary failed: .*image/);
+    if (!started.ok) expect(started.error.message).toMatch(/^hvt boot canary failed: .*image/);
     expect(existsSync(path.join(dir, 'run', 'node.json'))).toBe(false);
   });
 
@@ -180,7 +181,7 @@ describe('petreld start-up', () => {
     expect(started.ok).toBe(false);
     if (!started.ok)
       expect(started.error.message).toBe(
-        'boot canary failed: no "petrel-canary <nonce>" line within 500 ms (no console output)',
+        'hvt boot canary failed: no "petrel-canary <nonce>" line within 500 ms (no console output)',
       );
   });
 
@@ -198,7 +199,7 @@ describe('petreld start-up', () => {
 
   it('a node with runtimes none boots no canary and refuses to host unikernels', async () => {
     const started = unwrap(await start({ runtimes: 'none' }));
-    expect(started.canary).toBeNull();
+    expect(started.canaries).toEqual([]);
     const replies = await request(sock('vmmd.sock'), ':vm', {
       type: 'unikernel-create',
       force: false,

@@ -69,7 +69,7 @@ function config(flags: Partial<Record<ConfigKey, string>> = {}): PetrelConfig {
 
 /** Sees only the test's files: no tenders from PATH, no bundled tender. */
 function probe(cfg: PetrelConfig, extra: Partial<ProbeOptions> = {}): Promise<CapabilityReport> {
-  return probeHost(probeOptions(cfg, { searchPath: '', bundledHvt: null, ...extra }));
+  return probeHost(probeOptions(cfg, { searchPath: '', bundledHvt: null, bundledSpt: null, ...extra }));
 }
 
 /** A stand-in for the kvm-probe helper on a host with KVM (this one has none): answers API 12. */
@@ -230,14 +230,14 @@ describe('a host where everything required is there', () => {
     expect(table.split('\n')[0]).toMatch(/^CHECK\s+STATUS\s+REQUIRED\s+DETAIL$/u);
     expect(table).toMatch(/^kvm\s+PASS\s+yes\s+.*opened, KVM API version 12$/mu);
     expect(table).toMatch(/^tenders\.spt\s+WARN\s+no\s+tender does not exist/mu);
-    expect(table).toMatch(/^\s+fix: install solo5-spt/mu);
+    expect(table).toMatch(/^\s+fix: build the bundled petrel-spt/mu);
   });
 
   it('checkHost probes and checks in one call', async () => {
     const cfg = config();
     await hvtTender(cfg);
     const { report, results } = await checkHost(cfg, {
-      probe: { searchPath: '', bundledHvt: null, kvmProbe: await kvmPresent() },
+      probe: { searchPath: '', bundledHvt: null, bundledSpt: null, kvmProbe: await kvmPresent() },
     });
     expect(report.kvm).toBe(true);
     expect(fatalFailures(results)).toEqual([]);

@@ -36,6 +36,15 @@ function options(extra: Partial<LookupOptions> = {}): LookupOptions {
 }
 
 describe('tender lookup, in one order', () => {
+  it("takes the bundled spt tender before unversioned names for Petrel's own spt ABI", async () => {
+    await writeFakeTender(path.join(stateDir, 'solo5-spt'));
+    await writeFakeTender(bundled);
+    const found = await findTender(options({ kind: 'spt', abiVersion: 1001, bundledSpt: bundled }));
+    expect(found).toEqual({ ok: true, value: bundled });
+    const solo5 = await findTender(options({ kind: 'spt', abiVersion: 2, bundledSpt: bundled }));
+    expect(solo5).toEqual({ ok: true, value: `${stateDir}/solo5-spt` });
+  });
+
   it('walks <dbdir>/solo5-hvt.V, PATH solo5-hvt.V, <dbdir>/solo5-hvt, PATH solo5-hvt, then the bundled one', async () => {
     const order = [
       path.join(stateDir, 'solo5-hvt.2'),
@@ -70,10 +79,13 @@ describe('tender lookup, in one order', () => {
     );
   });
 
-  it('names every place it looked, Albatross style; spt has no bundled tender', async () => {
+  it('names every place it looked, Albatross style, the bundled tender last', async () => {
     await writeFakeTender(bundled);
-    expect(failure(await findTender(options({ kind: 'spt', abiVersion: 3 }))).message).toBe(
-      `tender does not exist, looked for ${stateDir}/solo5-spt.3, solo5-spt.3, ${stateDir}/solo5-spt, solo5-spt`,
+    expect(
+      failure(await findTender(options({ kind: 'spt', abiVersion: 3, bundledSpt: `${stateDir}/none` })))
+        .message,
+    ).toBe(
+      `tender does not exist, looked for ${stateDir}/solo5-spt.3, solo5-spt.3, ${stateDir}/solo5-spt, solo5-spt, ${stateDir}/none`,
     );
     expect(failure(await findTender(options({ bundledHvt: null }))).message).toBe(
       `tender does not exist, looked for ${stateDir}/solo5-hvt.2, solo5-hvt.2, ${stateDir}/solo5-hvt, solo5-hvt`,

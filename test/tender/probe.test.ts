@@ -45,6 +45,7 @@ function options(extra: Partial<ProbeOptions> = {}): ProbeOptions {
     stateDir: dir,
     searchPath: '',
     bundledHvt: null,
+    bundledSpt: null,
     kvmDevice: path.join(dir, 'kvm'),
     tapPrefix: privatePrefix(),
     ...extra,
@@ -117,8 +118,9 @@ describe('tenders', () => {
     expect(report.problems['tenders.hvt']?.detail).toBe(
       `tender does not exist, looked for ${dir}/solo5-hvt.2, solo5-hvt.2, ${dir}/solo5-hvt, solo5-hvt`,
     );
+    // spt is required at Petrel's own spt ABI (src/tender/abi.ts): what the spt canary speaks.
     expect(report.problems['tenders.spt']?.detail).toBe(
-      `tender does not exist, looked for ${dir}/solo5-spt.2, solo5-spt.2, ${dir}/solo5-spt, solo5-spt`,
+      `tender does not exist, looked for ${dir}/solo5-spt.1001, solo5-spt.1001, ${dir}/solo5-spt, solo5-spt`,
     );
   });
 
@@ -143,7 +145,7 @@ describe('tenders', () => {
       `${dir}/solo5-hvt: unexpected solo5 tender --version output, expected one line with 'ABI version 2', got solo5-hvt tender, version v0.12.1\nABI version 3`,
     );
     expect(report.problems['tenders.spt']?.detail).toMatch(
-      /expected one line with 'ABI version 2', got .*ABI version two$/su,
+      /expected one line with 'ABI version 1001', got .*ABI version two$/su,
     );
   });
 
