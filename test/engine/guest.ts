@@ -26,6 +26,10 @@ export const build = path.join(repo, 'native', 'build');
 export const canaryImage = path.join(build, 'canary.hvt');
 export const canaryNetImage = path.join(build, 'canary-net.hvt');
 export const canaryBlkImage = path.join(build, 'canary-blk.hvt');
+/** spt canaries run under the bundled petrel-spt: real guests, no KVM needed. */
+export const sptCanary = path.join(build, 'canary.spt');
+export const sptCanaryNet = path.join(build, 'canary-net.spt');
+export const sptCanaryBlk = path.join(build, 'canary-blk.spt');
 
 function canOpenKvm(): boolean {
   try {
