@@ -21,6 +21,50 @@ export const SUBCOMMANDS: Readonly<Record<string, Subcommand>> = {
     summary: 'the fleet registry: migrate its schema, list nodes, explain and create placements',
     load: async () => (await import('./commands/fleet.js')).fleetCommand,
   },
+  create: {
+    summary: 'start a unikernel from an image file (--force replaces a running one)',
+    load: async () => (await import('./commands/create.js')).createCommand,
+  },
+  destroy: {
+    summary: 'stop a unikernel and forget it',
+    load: async () => (await import('./commands/destroy.js')).destroyCommand,
+  },
+  restart: {
+    summary: 'restart a unikernel, with its configuration or a new one',
+    load: async () => (await import('./commands/restart.js')).restartCommand,
+  },
+  info: {
+    summary: 'list running unikernels',
+    load: async () => (await import('./commands/info.js')).infoCommand,
+  },
+  get: {
+    summary: 'fetch the image a unikernel runs',
+    load: async () => (await import('./commands/get.js')).getCommand,
+  },
+  policy: {
+    summary: 'add, remove and list the resource policies of paths',
+    load: async () => (await import('./commands/policy.js')).policyCommand,
+  },
+  block: {
+    summary: 'add, remove, list, fill and dump block devices',
+    load: async () => (await import('./commands/block.js')).blockCommand,
+  },
+  console: {
+    summary: "follow a unikernel's console, with history",
+    load: async () => (await import('./commands/console.js')).consoleCommand,
+  },
+  consoles: {
+    summary: 'list stopped unikernels whose console history is kept',
+    load: async () => (await import('./commands/consoles.js')).consolesCommand,
+  },
+  stats: {
+    summary: 'follow the resource usage of unikernels',
+    load: async () => (await import('./commands/stats.js')).statsCommand,
+  },
+  node: {
+    summary: "this host's capabilities and boot canary result, as petreld found them",
+    load: async () => (await import('./commands/node.js')).nodeCommand,
+  },
 };
 
 function usage(subcommands: Readonly<Record<string, Subcommand>>): string {

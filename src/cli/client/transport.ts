@@ -141,18 +141,34 @@ async function firstAnswer(channel: SocketChannel, path: string): Promise<Result
   return transportError('E_CLIENT_PROTOCOL', `petreld answered with ${payload.kind} instead of a reply`);
 }
 
-/** Sends `input` as raw frames until it ends or `stop` says the server has answered. */
+/**
+ * Sends `input` as raw frames until it ends or the server answers (it may refuse before reading
+ * the stream, and then stops reading: a write would never complete). True when all was sent.
+ */
 async function sendChunks(
   channel: SocketChannel,
   input: AsyncIterable<Uint8Array>,
-  stop: () => boolean,
-): Promise<void> {
-  for await (const chunk of input) {
-    if (stop()) return;
-    if (chunk.length === 0) continue;
-    if (!(await channel.write(frame(chunk)))) return;
+  answered: Promise<unknown>,
+): Promise<boolean> {
+  const stop = answered.then(() => null);
+  const pieces = input[Symbol.asyncIterator]();
+  try {
+    for (;;) {
+      const next = await Promise.race([pieces.next(), stop]);
+      if (next === null) {
+        // Not awaited: a source such as a terminal may never produce its next piece.
+        void pieces.return?.();
+        return false;
+      }
+      if (next.done === true) break;
+      if (next.value.length === 0) continue;
+      if ((await Promise.race([channel.write(frame(next.value)), stop])) !== true) return false;
+    }
+  } catch (e) {
+    void pieces.return?.();
+    throw e;
   }
-  if (!stop()) await channel.write(END_OF_STREAM);
+  return (await Promise.race([channel.write(END_OF_STREAM), stop])) === true;
 }
 
 /** After close(), how long the server gets to close its side before the socket is destroyed. */
@@ -203,16 +219,16 @@ export function createLocalTransport(
       const opened = await open(name, command);
       if (!opened.ok) return opened;
       const { channel, path } = opened.value;
+      let complete = true;
       try {
-        let answered = false;
-        const answer = firstAnswer(channel, path).finally(() => {
-          answered = true;
-        });
-        if (input !== undefined) await sendChunks(channel, input, () => answered);
+        const answer = firstAnswer(channel, path);
+        if (input !== undefined) complete = await sendChunks(channel, input, answer);
         return await answer;
       } finally {
-        // A policy add keeps the connection for another command: we have none, so say so.
-        channel.end();
+        // A policy add keeps the connection for another command: we have none, so say so. A
+        // stream cut short may have unsent bytes that would hold the socket open: drop them.
+        if (complete) channel.end();
+        else channel.destroy();
       }
     },
 
