@@ -1,0 +1,71 @@
+// A captured CliIo for running petrel subcommands in-process: stdout as bytes, stderr as text,
+// the real file system, and an interrupt the test triggers instead of SIGINT.
+
+import { readFile, writeFile } from 'node:fs/promises';
+import type { CliIo } from '../../src/cli/command.js';
+import { runPetrel } from '../../src/cli/dispatch.js';
+import { processIo } from '../../src/cli/io.js';
+
+export interface Captured {
+  readonly io: CliIo;
+  stdout(): string;
+  bytes(): Buffer;
+  stderr(): string;
+  /** What SIGINT does for the real process. */
+  interrupt(): void;
+}
+
+export function capture(extra: Partial<CliIo> = {}): Captured {
+  const out: Buffer[] = [];
+  let err = '';
+  const controller = new AbortController();
+  const io: CliIo = {
+    stdout: (chunk) => void out.push(Buffer.from(chunk)),
+    stderr: (text) => {
+      err += text;
+    },
+    readFile: (path) => readFile(path),
+    writeFile: (path, data) => writeFile(path, data),
+    interrupted: () => controller.signal,
+    ...extra,
+  };
+  return {
+    io,
+    stdout: () => Buffer.concat(out).toString('utf8'),
+    bytes: () => Buffer.concat(out),
+    stderr: () => err,
+    interrupt: () => controller.abort(),
+  };
+}
+
+/** The process I/O's streaming file access (pieces in, pieces out), to add to a capture. */
+export function streamingFiles(): Partial<CliIo> {
+  const { openRead, writeChunks } = processIo();
+  return {
+    ...(openRead === undefined ? {} : { openRead }),
+    ...(writeChunks === undefined ? {} : { writeChunks }),
+  };
+}
+
+export interface Run {
+  readonly code: number;
+  readonly stdout: string;
+  readonly stderr: string;
+  readonly bytes: Buffer;
+}
+
+/** `petrel ARGS…` through the dispatcher, in-process. */
+export async function petrel(args: readonly string[], extra: Partial<CliIo> = {}): Promise<Run> {
+  const c = capture(extra);
+  const code = await runPetrel(args, c.io);
+  return { code, stdout: c.stdout(), stderr: c.stderr(), bytes: c.bytes() };
+}
+
+/** Polls until `check` holds (or fails the test after `timeoutMs`). */
+export async function until(check: () => boolean, what: string, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+}
