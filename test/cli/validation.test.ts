@@ -22,7 +22,7 @@ afterAll(() => rm(dir, { recursive: true, force: true }));
 const refused = async (args: string[], text: string) => {
   const run = await petrel([...args, ...nowhere]);
   expect(run.stderr).toContain(text);
-  expect(run.code).toBe(2);
+  expect(run.code).toBe(124);
   expect(run.stdout).toBe('');
 };
 
@@ -108,7 +108,7 @@ describe('petrel refuses bad input before connecting (exit 2)', () => {
     await refused(['info', '--ca', 'ca.pem'], '--ca is for --remote');
     const remote = await petrel(['info', '--remote', 'example.org:1025']);
     expect(remote.stderr).toContain('--remote needs --ca FILE, --cert FILE and --key FILE');
-    expect(remote.code).toBe(2);
+    expect(remote.code).toBe(124);
     const both = await petrel([
       'info',
       '--remote',
@@ -132,7 +132,7 @@ describe('petrel refuses bad input before connecting (exit 2)', () => {
     async () => {
       const run = await petrel(['info', '--remote', '[::1]:1025', '--ca', 'a', '--cert', 'b', '--key', 'c']);
       expect(run.stderr).toBe('petrel info: remote mode needs src/tls/client.ts (the TLS client)\n');
-      expect(run.code).toBe(2);
+      expect(run.code).toBe(124);
     },
   );
 
@@ -150,7 +150,7 @@ describe('petrel refuses bad input before connecting (exit 2)', () => {
 describe('petrel when petreld is not there (exit 3)', () => {
   it('names the socket it tried and suggests --run-dir', async () => {
     const run = await petrel(['info', ...nowhere]);
-    expect(run.code).toBe(3);
+    expect(run.code).toBe(122);
     expect(run.stderr).toBe(
       `petrel info: cannot connect to ${path.join(dir, 'run', 'util', 'vmmd.sock')}: no such socket; ` +
         "give petreld's run directory with --run-dir DIR, or a socket with --socket PATH\n",
@@ -160,13 +160,13 @@ describe('petrel when petreld is not there (exit 3)', () => {
     expect((await petrel(['stats', 'vm', ...nowhere])).stderr).toContain(path.join('util', 'stat.sock'));
     const socket = path.join(dir, 'other.sock');
     const single = await petrel(['policy', 'info', '--socket', socket]);
-    expect(single.code).toBe(3);
+    expect(single.code).toBe(122);
     expect(single.stderr).toContain(`cannot connect to ${socket}`);
   });
 
   it('node info without a node.json', async () => {
     const run = await petrel(['node', 'info', ...nowhere]);
-    expect(run.code).toBe(5);
+    expect(run.code).toBe(124);
     expect(run.stderr).toContain(`cannot read ${path.join(dir, 'run', 'node.json')}`);
     expect(run.stderr).toContain('--run-dir');
   });
@@ -192,8 +192,8 @@ describe('petrel --help', () => {
     expect(run.code).toBe(0);
     expect(run.stdout).toMatch(new RegExp(`^usage:[\\s\\S]*petrel ${name}`));
     expect(run.stdout).toContain('examples:');
-    expect(run.stdout).toContain('3  cannot connect');
-    expect(run.stdout).toContain('1  petreld refused the command');
-    expect(run.stdout).toContain('2  usage error');
+    expect(run.stdout).toContain('122  cannot connect');
+    expect(run.stdout).toContain('117  petreld refused the command');
+    expect(run.stdout).toContain('124  usage error');
   });
 });

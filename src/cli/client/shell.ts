@@ -10,25 +10,32 @@ import type { CliCommand, CliIo } from '../command.js';
 import { type ConnectionFlags, openTarget, parseTarget, type Target } from './target.js';
 import type { Stream, Transport, TransportError } from './transport.js';
 
-/** Exit statuses of the client subcommands (EXIT of command.ts, extended). */
+/**
+ * Exit statuses of the client subcommands: Albatross' client codes (albatross-semantics.md
+ * §16.2), so scripts written for albatross-client read petrel's the same way.
+ */
 export const CLIENT_EXIT = {
   OK: 0,
-  REFUSED: 1,
-  USAGE: 2,
-  CONNECT: 3,
-  PROTOCOL: 4,
-  LOCAL: 5,
-  AUTH: 6,
+  /** The server answered Failure. */
+  REFUSED: 117,
+  /** The server rejected our certificate. */
+  AUTH: 119,
+  /** Communication failure: broken stream, unexpected message, no final reply. */
+  PROTOCOL: 121,
+  /** Connection failed. */
+  CONNECT: 122,
+  /** Command-line error, and refusals before connecting (name, flags, image, policy, files). */
+  USAGE: 124,
+  LOCAL: 124,
 } as const;
 
-export const EXIT_HELP = `exit status:
-  0  success
-  1  petreld refused the command; its Failure text is printed on stderr
-  2  usage error, or input refused before connecting (name, flags, image, policy)
-  3  cannot connect; the message names the socket (see --run-dir, --socket) or address
-  4  the connection broke, or petreld answered something unexpected
-  5  a local file could not be read or written
-  6  TLS authentication failed (--remote)
+export const EXIT_HELP = `exit status (as albatross-client's):
+  0    success
+  117  petreld refused the command; its Failure text is printed on stderr
+  119  TLS: petreld rejected our certificate (--remote)
+  121  the connection broke, or petreld answered something unexpected
+  122  cannot connect; the message names the socket (see --run-dir, --socket) or address
+  124  usage error, or input refused before connecting (name, flags, image, policy, files)
 `;
 
 export class Stop extends Error {
