@@ -18,6 +18,8 @@ export interface Subscriber {
   begin(status: SubscribeStatus, history: readonly ConsoleLine[]): boolean;
   offer(name: Name, entry: ConsoleLine): boolean;
   close(reason: string): void;
+  /** Messages queued and not yet handed to the connection (0 when not known). */
+  readonly backlog?: number;
 }
 
 export interface HubLog {
@@ -123,6 +125,21 @@ export class ConsoleHub {
     return status;
   }
 
+  /** Whether some subscriber of the name has at least `threshold` messages waiting. */
+  congested(name: Name & { label: Label }, threshold: number): boolean {
+    const entry = this.#paths.get(printPath(name.path))?.entries.get(name.label);
+    return entry?.subscribers.some((s) => (s.backlog ?? 0) >= threshold) ?? false;
+  }
+
+  /** Closes the subscribers of the name that still have `threshold` messages waiting. */
+  dropCongested(name: Name & { label: Label }, threshold: number, reason: string): void {
+    const entry = this.#paths.get(printPath(name.path))?.entries.get(name.label);
+    if (entry === undefined) return;
+    for (const subscriber of [...entry.subscribers]) {
+      if ((subscriber.backlog ?? 0) >= threshold) this.#drop(name, entry, subscriber, reason);
+    }
+  }
+
   /** The client went away. */
   unsubscribe(name: Name & { label: Label }, subscriber: Subscriber): void {
     const entry = this.#paths.get(printPath(name.path))?.entries.get(name.label);
@@ -183,7 +200,6 @@ export class ConsoleHub {
   #drop(name: Name & { label: Label }, entry: Entry, subscriber: Subscriber, reason: string): void {
     entry.subscribers = entry.subscribers.filter((s) => s !== subscriber);
     subscriber.close(reason);
-    this.#log?.warn({ name: printName(name), reason }, 'console subscriber closed');
     this.#forgetIfUnused(name.path, name.label, entry);
   }
 

@@ -12,6 +12,9 @@ export interface ConsoleReader {
   start(): void;
   /** Resolves at end of file (or on a read error), after the last lines were delivered. */
   readonly done: Promise<void>;
+  /** Stops reading for a while (flow control); the tender blocks once the FIFO is full. */
+  pause(): void;
+  resume(): void;
   /** Stops reading and closes the descriptor (used when the launch is undone). */
   close(): void;
 }
@@ -53,6 +56,12 @@ export async function openConsoleReader(
       socket.once('close', () => finish());
       // A read error ends the console like end of file does; the tender keeps running.
       socket.on('error', () => socket?.destroy());
+    },
+    pause() {
+      socket?.pause();
+    },
+    resume() {
+      socket?.resume();
     },
     close() {
       if (socket === null) {

@@ -260,6 +260,12 @@ export async function listenLocalSockets(options: SocketOptions): Promise<LocalS
   };
 }
 
+/** Encoded Data frames of console lines, per subscribe form, alive as long as the line is. */
+const FRAMES = {
+  '2.0': new WeakMap<ConsoleLine, Uint8Array>(),
+  '2.1': new WeakMap<ConsoleLine, Uint8Array>(),
+};
+
 /**
  * A console subscriber on a socket with a bounded queue (Petrel (i)): while the socket drains,
  * frames wait in the queue; when the queue is full the hub closes the subscriber.
@@ -279,6 +285,10 @@ export class SocketSubscriber implements Subscriber {
     this.#release = release;
     this.#max = max;
     this.#log = log;
+  }
+
+  get backlog(): number {
+    return this.#queue.length;
   }
 
   begin(status: SubscribeStatus, history: readonly ConsoleLine[]): boolean {
@@ -303,7 +313,10 @@ export class SocketSubscriber implements Subscriber {
   #push(wire: Wire): boolean {
     const bytes = encodeWire(wire);
     if (!bytes.ok) return false;
-    const framed = Buffer.concat([frameHeader(bytes.value.length), bytes.value]);
+    return this.#send(Buffer.concat([frameHeader(bytes.value.length), bytes.value]));
+  }
+
+  #send(framed: Uint8Array): boolean {
     if (this.#draining) {
       if (this.#queue.length >= this.#max) return false;
       this.#queue.push(framed);

@@ -2,6 +2,7 @@
 // Albatross' order (image, FIFO, taps, console, tender; semantics §5.3), each pushing its undo,
 // and their release once the tender has exited (§5.8 order: image, FIFO, taps).
 
+import { consoleFeed } from '../console/feed.js';
 import type { ConsoleHub } from '../console/hub.js';
 import type { ConsoleReader } from '../console/reader.js';
 import { UndoStack } from '../host/undo.js';
@@ -103,8 +104,10 @@ export async function launch(
     publishStep(key, 'tap-created');
   }
 
-  const reader = await host.openConsole(fifoPath, (lines, at) => hub.publish(name, lines, at));
+  const feed = consoleFeed(hub, name);
+  const reader = await host.openConsole(fifoPath, feed.sink);
   if (!reader.ok) return fail({ ...reader.error, message: TEXT.consoleFailed });
+  feed.attach(reader.value);
   undo.push('console', async () => reader.value.close());
   publishStep(key, 'console-opened');
   hub.attach(name, ctx.consoleLimit);
@@ -155,8 +158,12 @@ export async function launch(
   });
 }
 
-/** How long a console may keep draining after its tender exited before it is closed. */
-const DRAIN_MS = 2_000;
+/**
+ * How long a console may keep draining after its tender exited before it is closed: long
+ * enough for subscribers that read to take a large backlog (flow control pauses the FIFO for
+ * them), bounded because a stalled one is closed after a second anyway.
+ */
+const DRAIN_MS = 10_000;
 
 /**
  * Releases the host artefacts of a unikernel whose tender has exited: the console drains to its

@@ -1,0 +1,135 @@
+// Console fan-out under a flood (issue 6, Petrel (i)): a real spt canary prints 200,000 lines to
+// five subscribers, one of which never reads. The other four get every line in order, the silent
+// one is closed, memory stays bounded, and the engine keeps answering meanwhile.
+import { type ChildProcess, spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { request, said } from '../daemon/client.js';
+import { repo, sptCanary } from '../engine/guest.js';
+import { canaryConfig, makeNetns } from '../engine/harness.js';
+
+const LINES = Number(process.env.FLOOD_LINES ?? 200_000);
+const reader = path.join(repo, 'test', 'console', 'reader.mjs');
+const launcher = path.join(repo, 'test', 'daemon', 'launch.mjs');
+const children: ChildProcess[] = [];
+const cleanups: (() => Promise<void> | void)[] = [];
+
+afterEach(async () => {
+  for (const child of children.splice(0)) child.kill();
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+});
+
+/** petreld as its own process (its RSS is then its own), spt runtime only. */
+async function daemon(): Promise<{ runDir: string; pid: number }> {
+  const dir = await mkdtemp(path.join(tmpdir(), 'petrel-fanout-'));
+  const netns = makeNetns();
+  cleanups.push(
+    () => rm(dir, { recursive: true, force: true }),
+    () => netns.destroy(),
+  );
+  const child = spawn(
+    process.execPath,
+    [
+      launcher,
+      '--state-dir',
+      `${dir}/state`,
+      '--run-dir',
+      `${dir}/run`,
+      '--runtimes',
+      'spt',
+      '--log-level',
+      'warn',
+    ],
+    { env: { ...process.env, PETREL_TEST_NETNS: netns.name }, stdio: ['ignore', 'pipe', 'inherit'] },
+  );
+  cleanups.push(
+    () =>
+      new Promise<void>((resolve) => {
+        child.once('exit', () => resolve());
+        child.kill('SIGTERM');
+      }),
+  );
+  await new Promise<void>((resolve, reject) => {
+    child.stdout?.on('data', (d: Buffer) => d.toString().includes('READY') && resolve());
+    child.once('exit', (code) => reject(new Error(`petreld exited ${code}`)));
+  });
+  return { runDir: `${dir}/run`, pid: child.pid as number };
+}
+
+async function rssOf(pid: number): Promise<number> {
+  const status = await readFile(`/proc/${pid}/status`, 'utf8').catch(() => '');
+  return Number(/^VmRSS:\s+(\d+) kB$/m.exec(status)?.[1] ?? 0) * 1024;
+}
+
+function subscriber(socket: string, silent: boolean) {
+  const child = spawn(
+    process.execPath,
+    [reader, socket, ':flood', String(LINES), ...(silent ? ['silent'] : [])],
+    {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    },
+  );
+  children.push(child);
+  let out = '';
+  const subscribed = new Promise<void>((resolve) =>
+    child.stdout?.on('data', (chunk: Buffer) => {
+      out += chunk.toString();
+      if (out.includes('SUBSCRIBED')) resolve();
+    }),
+  );
+  const summary = new Promise<Record<string, unknown>>((resolve) =>
+    child.once('exit', () => resolve(JSON.parse(out.trim().split('\n').pop() ?? '{}'))),
+  );
+  return { subscribed, summary };
+}
+
+describe('console fan-out', () => {
+  it('delivers a 200,000-line flood to four readers while a silent fifth is closed', async () => {
+    if (!existsSync(path.join(repo, 'dist', 'src', 'wire', 'message.js')))
+      throw new Error('run npm run build first');
+    const d = await daemon();
+    const consoleSock = path.join(d.runDir, 'util', 'console.sock');
+    const engineSock = path.join(d.runDir, 'util', 'vmmd.sock');
+    const subs = [false, false, false, false, true].map((silent) => subscriber(consoleSock, silent));
+    await Promise.all(subs.map((s) => s.subscribed));
+
+    const rssBefore = await rssOf(d.pid);
+    let rssPeak = rssBefore;
+    const sampler = setInterval(() => {
+      void rssOf(d.pid).then((rss) => {
+        rssPeak = Math.max(rssPeak, rss);
+      });
+    }, 20);
+
+    const created = await request(engineSock, ':flood', {
+      type: 'unikernel-create',
+      force: false,
+      release: '2.7',
+      config: await canaryConfig(sptCanary, ['flood', String(LINES)]),
+    });
+    expect(created.map(said)).toEqual(['created unikernel']);
+    // The engine answers while the flood is delivered.
+    const latencies: number[] = [];
+    for (let i = 0; i < 5; i++) {
+      const started = performance.now();
+      const info = await request(engineSock, ':', { type: 'unikernel-info', release: '2.7' });
+      latencies.push(performance.now() - started);
+      expect(info[0]?.payload.kind).toBe('reply');
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    const results = await Promise.all(subs.map((s) => s.summary));
+    clearInterval(sampler);
+
+    for (const result of results.slice(0, 4)) {
+      expect(result).toMatchObject({ status: 'waiting for VM', received: LINES, disorder: 0 });
+    }
+    // The silent one was closed by petreld long before the end of the flood.
+    expect(results[4]).toMatchObject({ closed: true, disorder: 0 });
+    expect(results[4]?.received).toBeLessThan(LINES);
+    expect(Math.max(...latencies)).toBeLessThan(200);
+    expect(rssPeak - rssBefore).toBeLessThan(64 * 1024 * 1024);
+  }, 120_000);
+});

@@ -1,0 +1,59 @@
+// A console subscriber in its own process (so the test's readers do not share petreld's event
+// loop): subscribes on console.sock, checks the flood lines arrive complete and in order, and
+// prints one JSON summary when the daemon closes the connection or the last line arrived.
+//   node reader.mjs SOCKET NAME EXPECTED [silent MS]
+// `silent` subscribes and then does not read for MS milliseconds (a stuck client); then it reads
+// what is left, so the summary tells whether petreld closed it (a paused socket sees no close).
+import { connect } from 'node:net';
+
+const dist = new URL('../../dist/src/', import.meta.url);
+const { encodeWire, decodeWire } = await import(new URL('wire/message.js', dist).href);
+const { frame, FrameReader } = await import(new URL('wire/framing.js', dist).href);
+const { parseName } = await import(new URL('resources/name.js', dist).href);
+
+const [socketPath, name, expectedText, mode] = process.argv.slice(2);
+const expected = Number(expectedText);
+const wire = encodeWire({
+  header: { version: 5, sequence: 7n, name: parseName(name).value },
+  payload: {
+    kind: 'command',
+    command: { type: 'console-subscribe', release: '2.1', select: { kind: 'count', count: 0 } },
+  },
+});
+const socket = connect(socketPath);
+socket.write(frame(wire.value));
+// A silent reader cannot see the reply behind its paused socket: it says so once connected.
+if (mode === 'silent')
+  socket.once('connect', () => setTimeout(() => process.stdout.write('SUBSCRIBED\n'), 200));
+const done = (summary) => {
+  process.stdout.write(`${JSON.stringify(summary)}\n`);
+  process.exit(0);
+};
+const reader = new FrameReader();
+let status = null;
+if (mode === 'silent') {
+  socket.pause();
+  setTimeout(() => socket.resume(), Number(process.argv[6] ?? 5000));
+}
+let next = 1;
+let disorder = 0;
+socket.on('data', (chunk) => {
+  const events = reader.push(chunk);
+  for (const event of events.value) {
+    if (event.kind !== 'frame') continue;
+    const message = decodeWire(event.payload).value;
+    if (message.payload.kind === 'reply') {
+      status = message.payload.reply.text;
+      if (mode !== 'silent') process.stdout.write('SUBSCRIBED\n');
+      continue;
+    }
+    if (message.payload.kind !== 'data') continue;
+    const line = Buffer.from(message.payload.data.line).toString();
+    const match = /^petrel-canary flood (\d+)$/.exec(line);
+    if (match === null) continue;
+    if (Number(match[1]) !== next) disorder++;
+    next = Number(match[1]) + 1;
+    if (next > expected) done({ status, received: next - 1, disorder, closed: false });
+  }
+});
+socket.once('close', () => done({ status, received: next - 1, disorder, closed: true }));
