@@ -6,8 +6,9 @@
 //   PETREL_FAKE_KVM=1   on a host without a usable /dev/kvm, the probe's kvm answer is a TEST
 //                       DOUBLE (as with the fake-kvm tender of test/engine/guest.ts)
 // Prints READY on stdout once started; SIGTERM stops it as petreld does.
+
+import { spawnSync } from 'node:child_process';
 import diagnostics from 'node:diagnostics_channel';
-import { closeSync, openSync } from 'node:fs';
 import pino from 'pino';
 
 const dist = new URL('../../dist/src/', import.meta.url);
@@ -24,12 +25,11 @@ if (crashAt) {
   });
 }
 
-let kvm = true;
-try {
-  closeSync(openSync('/dev/kvm', 'r+'));
-} catch {
-  kvm = false;
-}
+// The same truth petreld's probe uses: kvm-probe opens the device and asks its API version.
+const kvm =
+  spawnSync(new URL('../../native/build/kvm-probe', import.meta.url).pathname, ['/dev/kvm'], {
+    stdio: 'ignore',
+  }).status === 0;
 const probe = async (options) => {
   const report = await probeHost(options);
   if (kvm || process.env.PETREL_FAKE_KVM !== '1') return report;

@@ -5,10 +5,11 @@
 // which plays the canary's behaviour for the mode in the guest arguments instead of executing
 // guest code (native/tools/fake-kvm.c).
 
-import { closeSync, existsSync, openSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { chmod, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { kvmUsable } from '../native/kvm.js';
 
 /** The repository root: the nearest directory with a package.json (also from dist/). */
 function findRepo(): string {
@@ -31,16 +32,7 @@ export const sptCanary = path.join(build, 'canary.spt');
 export const sptCanaryNet = path.join(build, 'canary-net.spt');
 export const sptCanaryBlk = path.join(build, 'canary-blk.spt');
 
-function canOpenKvm(): boolean {
-  try {
-    closeSync(openSync('/dev/kvm', 'r+'));
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-export const kvmUsable = canOpenKvm();
+export { kvmUsable };
 
 /** `real` when guests really run (solo5-hvt or KVM), `fake-kvm` when the double stands in. */
 export const guestMode: 'real' | 'fake-kvm' = process.env.SOLO5_HVT || kvmUsable ? 'real' : 'fake-kvm';

@@ -2,7 +2,7 @@
 // shell over src/tls/pki.ts. Keys are written 0600, reused when present, and never printed.
 
 import { webcrypto } from 'node:crypto';
-import { appendFile, chmod, readFile, stat, writeFile } from 'node:fs/promises';
+import { appendFile, chmod, mkdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { basename, dirname, extname, join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { err, ok, type PetrelError, type Result } from '../../resources/errors.js';
@@ -156,6 +156,8 @@ async function init(values: Values, io: CliIo): Promise<Result<void, PetrelError
   if (await exists(join(dir, 'cacert.pem'))) {
     return err('E_PKI_EXISTS', `${join(dir, 'cacert.pem')} exists; remove it or choose another --dir`);
   }
+  // The CA directory holds private keys: only its owner may enter it.
+  await mkdir(dir, { recursive: true, mode: 0o700 });
   const now = new Date();
   const caKey = await loadOrCreateKey(join(dir, 'ca.key'), keyType(values), io);
   if (!caKey.ok) return caKey;

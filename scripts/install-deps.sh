@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Installs what Petrel needs from Debian's packages on a fresh machine (as root), only what is
+# missing: a C toolchain and Linux headers for native/, iproute2 and taskset for the host side,
+# binutils (the canary build checks it has no SSE), openssl (TLS preflight tests), time (boot
+# benchmark). PostgreSQL, for the fleet tests only, is installed by .ci/run.
+set -euo pipefail
+need=()
+command -v gcc >/dev/null || need+=(gcc)
+command -v make >/dev/null || need+=(make)
+command -v ip >/dev/null || need+=(iproute2)
+[ -f /usr/include/linux/kvm.h ] || need+=(linux-libc-dev)
+[ -f /usr/include/stdio.h ] || need+=(libc6-dev)
+command -v taskset >/dev/null || need+=(util-linux)
+command -v objdump >/dev/null || need+=(binutils)
+command -v openssl >/dev/null || need+=(openssl)
+[ -x /usr/bin/time ] || need+=(time)
+if [ "${#need[@]}" -gt 0 ]; then
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "install as root: apt-get install ${need[*]}" >&2
+    exit 1
+  fi
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${need[@]}"
+fi

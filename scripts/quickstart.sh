@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Petrel's main job on a fresh machine: install and build, make a local CA and server
+# certificate, then run petreld in the foreground with its state under $PETREL_HOME (default
+# ./.petrel): probe, preflight, boot canary, ready for clients on the local sockets and on
+# mutual TLS at 127.0.0.1:${PETREL_TLS_PORT:-1025}. Ctrl-C stops it; the state stays.
+#
+# Runtimes: hvt (solo5 hvt guests) needs a usable /dev/kvm; spt (sandboxed-process guests under
+# the bundled petrel-spt) needs none. Set PETREL_RUNTIMES to choose; by default this script
+# picks hvt,spt when /dev/kvm opens and spt otherwise, and SAYS which it picked — petreld itself
+# never falls back: a runtime it is given and cannot serve stops it, naming what is missing.
+#   PETREL_SKIP_INSTALL=1   skip the install and build steps (already done)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+home=${PETREL_HOME:-$PWD/.petrel}
+port=${PETREL_TLS_PORT:-1025}
+
+if [ "${PETREL_SKIP_INSTALL:-0}" != 1 ]; then
+  bash scripts/install-deps.sh
+  npm ci --no-audit --no-fund
+  npm run build
+fi
+
+petrel() { node dist/src/cli/petrel.js "$@"; }
+[ -f "$home/pki/cacert.pem" ] || petrel ca init --dir "$home/pki" >/dev/null
+
+if [ -z "${PETREL_RUNTIMES:-}" ]; then
+  # Ask the bundled helper, which opens the device and issues KVM_GET_API_VERSION.
+  if native/build/kvm-probe /dev/kvm >/dev/null 2>&1; then
+    PETREL_RUNTIMES=hvt,spt
+  else
+    PETREL_RUNTIMES=spt
+    echo "quickstart: /dev/kvm cannot be opened here, so only spt guests (petrel-spt) will run;" >&2
+    echo "quickstart: set PETREL_RUNTIMES=hvt to make petreld refuse to start without KVM instead." >&2
+  fi
+fi
+
+cat >&2 <<TXT
+quickstart: starting petreld (runtimes $PETREL_RUNTIMES), state in $home
+quickstart: once it logs "petreld ready", in another shell:
+  node dist/src/cli/petrel.js create hello native/build/canary.spt --arg wait --arg hi --run-dir $home/run
+  node dist/src/cli/petrel.js console hello --run-dir $home/run
+  node dist/src/cli/petrel.js node info --run-dir $home/run
+TXT
+exec node dist/src/cli/petreld.js \
+  --state-dir "$home/state" --run-dir "$home/run" --runtimes "$PETREL_RUNTIMES" \
+  --tls-listen "127.0.0.1:$port" --tls-ca "$home/pki/cacert.pem" \
+  --tls-cert "$home/pki/server.pem" --tls-key "$home/pki/server.key"
