@@ -298,11 +298,20 @@ export class SocketSubscriber implements Subscriber {
   }
 
   offer(name: Name, entry: ConsoleLine): boolean {
-    const data = consoleLine(this.#release, new Date(entry.timestamp), entry.line);
-    return this.#push({
-      header: { version: WIRE_VERSION, sequence: 0n, name },
-      payload: { kind: 'data', data },
-    });
+    // Every subscriber of a name gets the same frame for a line: encode it once per form.
+    const cache = FRAMES[this.#release];
+    let framed = cache.get(entry);
+    if (framed === undefined) {
+      const data = consoleLine(this.#release, new Date(entry.timestamp), entry.line);
+      const bytes = encodeWire({
+        header: { version: WIRE_VERSION, sequence: 0n, name },
+        payload: { kind: 'data', data },
+      });
+      if (!bytes.ok) return false;
+      framed = Buffer.concat([frameHeader(bytes.value.length), bytes.value]);
+      cache.set(entry, framed);
+    }
+    return this.#send(framed);
   }
 
   close(reason: string): void {
