@@ -15,14 +15,13 @@ export interface FeedOptions {
   readonly stallMs?: number;
 }
 
-const CHECK_MS = 5;
-
 /** Returns the line sink for `openConsoleReader`; call `attach` with the reader once opened. */
 export function consoleFeed(hub: ConsoleHub, name: Name & { label: Label }, options: FeedOptions = {}) {
   const highWater = options.highWater ?? 512;
   const stallMs = options.stallMs ?? 1000;
   let reader: ConsoleReader | null = null;
   let pausedAt: number | null = null;
+  let stallTimer: NodeJS.Timeout | undefined;
   /** Lines read but not yet published, at most one read's worth, oldest first. */
   const held: { lines: Buffer[]; timestamp: number }[] = [];
 
@@ -38,21 +37,25 @@ export function consoleFeed(hub: ConsoleHub, name: Name & { label: Label }, opti
     return true;
   };
 
+  // Woken when the subscriber that is behind catches up, or when its time is up.
   const pause = () => {
     pausedAt = Date.now();
     reader?.pause();
-    setTimeout(check, CHECK_MS).unref();
+    hub.onceDrained(name, highWater, check);
+    stallTimer = setTimeout(check, stallMs);
+    stallTimer.unref();
   };
 
   const check = () => {
     if (reader === null || pausedAt === null) return;
     if (hub.congested(name, highWater)) {
       if (Date.now() - pausedAt < stallMs) {
-        setTimeout(check, CHECK_MS).unref();
+        hub.onceDrained(name, highWater, check);
         return;
       }
       hub.dropCongested(name, highWater, `did not read for ${stallMs} ms`);
     }
+    clearTimeout(stallTimer);
     while (held.length > 0) {
       const next = held.shift() as { lines: Buffer[]; timestamp: number };
       if (!deliver(next.lines, next.timestamp)) return pause();

@@ -20,6 +20,8 @@ export interface Subscriber {
   close(reason: string): void;
   /** Messages queued and not yet handed to the connection (0 when not known). */
   readonly backlog?: number;
+  /** Calls `listener` once, when the queue has been handed to the connection. */
+  onDrained?(listener: () => void): void;
 }
 
 export interface HubLog {
@@ -129,6 +131,14 @@ export class ConsoleHub {
   congested(name: Name & { label: Label }, threshold: number): boolean {
     const entry = this.#paths.get(printPath(name.path))?.entries.get(name.label);
     return entry?.subscribers.some((s) => (s.backlog ?? 0) >= threshold) ?? false;
+  }
+
+  /** Calls `listener` once, when a subscriber that is `threshold` messages behind has caught up. */
+  onceDrained(name: Name & { label: Label }, threshold: number, listener: () => void): void {
+    const entry = this.#paths.get(printPath(name.path))?.entries.get(name.label);
+    const behind = entry?.subscribers.find((s) => (s.backlog ?? 0) >= threshold);
+    if (behind?.onDrained !== undefined) behind.onDrained(listener);
+    else setTimeout(listener, 5).unref();
   }
 
   /** Closes the subscribers of the name that still have `threshold` messages waiting. */

@@ -278,6 +278,8 @@ export class SocketSubscriber implements Subscriber {
   readonly #log: Logger;
   readonly #queue: Uint8Array[] = [];
   #draining = false;
+  #corked = false;
+  #drained: (() => void)[] = [];
 
   constructor(socket: Socket, header: Header, release: '2.0' | '2.1', max: number, log: Logger) {
     this.#socket = socket;
@@ -289,6 +291,10 @@ export class SocketSubscriber implements Subscriber {
 
   get backlog(): number {
     return this.#queue.length;
+  }
+
+  onDrained(listener: () => void): void {
+    this.#drained.push(listener);
   }
 
   begin(status: SubscribeStatus, history: readonly ConsoleLine[]): boolean {
@@ -331,6 +337,15 @@ export class SocketSubscriber implements Subscriber {
       this.#queue.push(framed);
       return true;
     }
+    // Lines arrive in bursts: gather this tick's frames into one writev instead of a write each.
+    if (!this.#corked) {
+      this.#corked = true;
+      this.#socket.cork();
+      process.nextTick(() => {
+        this.#corked = false;
+        this.#socket.uncork();
+      });
+    }
     if (!this.#socket.write(framed)) {
       this.#draining = true;
       this.#socket.once('drain', () => this.#flush());
@@ -348,5 +363,6 @@ export class SocketSubscriber implements Subscriber {
         return;
       }
     }
+    for (const listener of this.#drained.splice(0)) listener();
   }
 }
