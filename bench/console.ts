@@ -3,41 +3,18 @@
 // the last line at every subscriber), and the memory of an empty and of a full console ring.
 // Target (issue 6): ≥ 100,000 lines/s to one subscriber. Run: npm run bench -- console.
 
-import { type ChildProcess, spawn } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Ring } from '../src/console/ring.js';
 import { request } from '../test/daemon/client.js';
+import { launchDaemon } from '../test/daemon/process.js';
 import { repo, sptCanary } from '../test/engine/guest.js';
 import { canaryConfig, makeNetns } from '../test/engine/harness.js';
 
 const LINES = 200_000;
 const reader = path.join(repo, 'test', 'console', 'reader.mjs');
-const launcher = path.join(repo, 'test', 'daemon', 'launch.mjs');
-
-async function startDaemon(dir: string, netns: string): Promise<ChildProcess> {
-  const child = spawn(
-    process.execPath,
-    [
-      launcher,
-      '--state-dir',
-      `${dir}/state`,
-      '--run-dir',
-      `${dir}/run`,
-      '--runtimes',
-      'spt',
-      '--log-level',
-      'warn',
-    ],
-    { env: { ...process.env, PETREL_TEST_NETNS: netns }, stdio: ['ignore', 'pipe', 'inherit'] },
-  );
-  await new Promise<void>((resolve, reject) => {
-    child.stdout?.on('data', (d: Buffer) => d.toString().includes('READY') && resolve());
-    child.once('exit', (code) => reject(new Error(`petreld exited ${code}`)));
-  });
-  return child;
-}
 
 async function flood(runDir: string, vm: string, subscribers: number): Promise<number> {
   const readers = Array.from({ length: subscribers }, () => {
@@ -89,7 +66,10 @@ function ringBytes(lines: number): number {
 
 const dir = await mkdtemp(path.join(tmpdir(), 'petrel-bench-console-'));
 const netns = makeNetns();
-const daemon = await startDaemon(dir, netns.name);
+const daemon = await launchDaemon(
+  ['--state-dir', `${dir}/state`, '--run-dir', `${dir}/run`, '--runtimes', 'spt', '--log-level', 'warn'],
+  { PETREL_TEST_NETNS: netns.name },
+);
 try {
   const one = await flood(`${dir}/run`, ':one', 1);
   const five = await flood(`${dir}/run`, ':five', 5);
@@ -108,10 +88,7 @@ try {
       .join(' ')}`,
   );
 } finally {
-  await new Promise<void>((resolve) => {
-    daemon.once('exit', () => resolve());
-    daemon.kill('SIGTERM');
-  });
+  await daemon.stop();
   netns.destroy();
   await rm(dir, { recursive: true, force: true });
 }

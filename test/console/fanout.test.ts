@@ -8,12 +8,12 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { request, said } from '../daemon/client.js';
+import { launchDaemon } from '../daemon/process.js';
 import { repo, sptCanary } from '../engine/guest.js';
 import { canaryConfig, makeNetns } from '../engine/harness.js';
 
 const LINES = Number(process.env.FLOOD_LINES ?? 200_000);
 const reader = path.join(repo, 'test', 'console', 'reader.mjs');
-const launcher = path.join(repo, 'test', 'daemon', 'launch.mjs');
 const children: ChildProcess[] = [];
 const cleanups: (() => Promise<void> | void)[] = [];
 
@@ -30,33 +30,12 @@ async function daemon(): Promise<{ runDir: string; pid: number }> {
     () => rm(dir, { recursive: true, force: true }),
     () => netns.destroy(),
   );
-  const child = spawn(
-    process.execPath,
-    [
-      launcher,
-      '--state-dir',
-      `${dir}/state`,
-      '--run-dir',
-      `${dir}/run`,
-      '--runtimes',
-      'spt',
-      '--log-level',
-      'warn',
-    ],
-    { env: { ...process.env, PETREL_TEST_NETNS: netns.name }, stdio: ['ignore', 'pipe', 'inherit'] },
+  const d = await launchDaemon(
+    ['--state-dir', `${dir}/state`, '--run-dir', `${dir}/run`, '--runtimes', 'spt', '--log-level', 'warn'],
+    { PETREL_TEST_NETNS: netns.name },
   );
-  cleanups.push(
-    () =>
-      new Promise<void>((resolve) => {
-        child.once('exit', () => resolve());
-        child.kill('SIGTERM');
-      }),
-  );
-  await new Promise<void>((resolve, reject) => {
-    child.stdout?.on('data', (d: Buffer) => d.toString().includes('READY') && resolve());
-    child.once('exit', (code) => reject(new Error(`petreld exited ${code}`)));
-  });
-  return { runDir: `${dir}/run`, pid: child.pid as number };
+  cleanups.push(() => d.stop());
+  return { runDir: `${dir}/run`, pid: d.pid };
 }
 
 async function rssOf(pid: number): Promise<number> {

@@ -3,27 +3,14 @@ import { existsSync } from 'node:fs';
 import { chmod, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import pino from 'pino';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { buildConfig } from '../../src/daemon/config.js';
-import { createDaemon, type Daemon } from '../../src/daemon/daemon.js';
+import type { Daemon } from '../../src/daemon/daemon.js';
 import { unwrap } from '../../src/resources/errors.js';
 import { makePolicy } from '../../src/resources/policy.js';
-import { type ProbeOptions, probeHost } from '../../src/tender/probe.js';
-import { build, canaryImage, kvmUsable, testTender } from '../engine/guest.js';
+import { build, canaryImage } from '../engine/guest.js';
 import { canaryConfig, makeNetns } from '../engine/harness.js';
 import { commandFrame, open, request, said } from './client.js';
-
-/**
- * On a host without /dev/kvm, the probe's kvm answer is replaced (a TEST DOUBLE, matching the
- * fake-kvm tender the engine tests use); with KVM the real probe runs unchanged.
- */
-const probe = async (options: ProbeOptions) => {
-  const report = await probeHost(options);
-  if (kvmUsable) return report;
-  const { kvm: _absent, ...problems } = report.problems;
-  return { ...report, kvm: true, problems };
-};
+import { startDaemon } from './start.js';
 
 let dir: string;
 let netns: ReturnType<typeof makeNetns>;
@@ -41,27 +28,9 @@ afterEach(async () => {
 });
 
 async function start(extra: Record<string, string> = {}, canary = canaryImage) {
-  const tender = extra.tenderHvt ?? (await testTender(dir));
-  const config = unwrap(
-    buildConfig({
-      flags: {
-        stateDir: path.join(dir, 'state'),
-        runDir: path.join(dir, 'run'),
-        tenderHvt: tender,
-        canaryDeadline: '3s',
-        stopTimeout: '2s',
-        ...extra,
-      },
-    }),
-  );
-  daemon = createDaemon({
-    config,
-    log: pino({ level: process.env.PETREL_TEST_LOG ?? 'silent' }),
-    netns: netns.name,
-    probe,
-    canaryImages: { hvt: canary },
-  });
-  return daemon.start();
+  const started = await startDaemon(dir, netns.name, extra, { hvt: canary });
+  daemon = started.daemon;
+  return started.started;
 }
 
 const sock = (name: string) => path.join(dir, 'run', 'util', name);

@@ -30,6 +30,7 @@ export async function startDaemon(
   dir: string,
   netns: string,
   flags: Record<string, string> = {},
+  canaryImages?: Partial<Record<'hvt' | 'spt', string>>,
 ): Promise<{ daemon: Daemon; started: Result<StartReport, PetrelError> }> {
   const tender = flags.tenderHvt ?? (await testTender(dir));
   const config = unwrap(
@@ -49,6 +50,7 @@ export async function startDaemon(
     log: pino({ level: process.env.PETREL_TEST_LOG ?? 'silent' }),
     netns,
     probe,
+    ...(canaryImages === undefined ? {} : { canaryImages }),
   });
   return { daemon, started: await daemon.start() };
 }

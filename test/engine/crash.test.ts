@@ -1,7 +1,3 @@
-// Crash safety (ARCHITECTURE "Crash safety", Petrel (e)): petreld is killed with SIGKILL at each
-// step of create, force-create and destroy, started again, and must converge to the last
-// committed state: what the state file lists runs exactly once, nothing else is left behind.
-import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -9,10 +5,10 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { decodeState } from '../../src/wire/state.js';
 import { commandFrame, open, request, said } from '../daemon/client.js';
+import { type DaemonProcess, launchDaemon } from '../daemon/process.js';
 import { canaryImage, canaryNetImage, repo, testTender } from './guest.js';
 import { canaryConfig, makeNetns } from './harness.js';
 
-const daemonScript = path.join(repo, 'test', 'daemon', 'launch.mjs');
 let base: string;
 let tender: string;
 
@@ -27,43 +23,14 @@ afterAll(async () => {
   await rm(base, { recursive: true, force: true });
 });
 
-interface Running {
-  child: ChildProcess;
-  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
-}
-
-function startDaemon(dir: string, netns: string, crashAt?: string): Promise<Running> {
+function startDaemon(dir: string, netns: string, crashAt?: string): Promise<DaemonProcess> {
   const flags = ['--state-dir', `${dir}/state`, '--run-dir', `${dir}/run`, '--tender-hvt', tender];
   flags.push('--stop-timeout', '2s', '--canary-deadline', '5s', '--log-level', 'warn');
-  const child = spawn(process.execPath, [daemonScript, ...flags], {
-    env: {
-      ...process.env,
-      PETREL_TEST_NETNS: netns,
-      PETREL_FAKE_KVM: '1',
-      ...(crashAt ? { PETREL_CRASH_AT: crashAt } : {}),
-    },
-    stdio: ['ignore', 'pipe', 'pipe'],
+  return launchDaemon(flags, {
+    PETREL_TEST_NETNS: netns,
+    PETREL_FAKE_KVM: '1',
+    ...(crashAt ? { PETREL_CRASH_AT: crashAt } : {}),
   });
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
-    child.once('exit', (code, signal) => resolve({ code, signal })),
-  );
-  let errors = '';
-  child.stderr?.on('data', (d) => {
-    errors += d;
-  });
-  return new Promise((resolve, reject) => {
-    child.stdout?.on('data', (d: Buffer) => {
-      if (d.toString().includes('READY')) resolve({ child, exited });
-    });
-    void exited.then(({ code, signal }) =>
-      reject(new Error(`petreld exited ${code ?? signal} before ready: ${errors}`)),
-    );
-  });
-}
-
-async function stopDaemon(d: Running): Promise<void> {
-  d.child.kill('SIGTERM');
-  await d.exited;
 }
 
 /** What runs and what lies around, from the outside. */
@@ -197,7 +164,7 @@ describe('a crash at any step converges to the last committed state', () => {
             : -1;
         expect(listed).toBe(expected.length);
       } finally {
-        await stopDaemon(second);
+        await second.stop();
       }
       const after = await observe(dir, netns);
       expect(after.tenders).toEqual([]);
@@ -224,7 +191,7 @@ describe('a crash at any step converges to the last committed state', () => {
       );
       await watch.waitFor(2);
       watch.close();
-      await stopDaemon(d);
+      await d.stop();
       void canaryImage;
     } finally {
       netns.destroy();

@@ -1,7 +1,7 @@
 // Two real petreld processes report to the registry (issue 9): `hvt1` can run hvt guests; `blind`
 // runs with --runtimes none and a KVM device it cannot open. Placement of an hvt VM never picks
 // `blind`, a request for it is refused with `no kvm`, and with only `blind` alive it fails so.
-import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -9,40 +9,12 @@ import { expect, it } from 'vitest';
 import { makeRequirements } from '../../src/fleet/placement.js';
 import { Registry } from '../../src/fleet/registry.js';
 import { unwrap } from '../../src/resources/errors.js';
+import { type DaemonProcess, launchDaemon } from '../daemon/process.js';
 import { repo, testTender } from '../engine/guest.js';
 import { makeNetns } from '../engine/harness.js';
 import { describeWithPostgres } from './pg.js';
 
-const launcher = path.join(repo, 'test', 'daemon', 'launch.mjs');
 const petreld = path.join(repo, 'dist', 'src', 'cli', 'petreld.js');
-
-function run(script: string, flags: string[], env: NodeJS.ProcessEnv): Promise<ChildProcess> {
-  const child = spawn(process.execPath, [script, ...flags], {
-    env: { ...process.env, ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let errors = '';
-  child.stderr?.on('data', (d) => {
-    errors += d;
-  });
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => resolve(child), 8_000);
-    child.stdout?.on('data', (d: Buffer) => {
-      if (d.toString().includes('READY')) {
-        clearTimeout(timer);
-        resolve(child);
-      }
-    });
-    child.once('exit', (code) => reject(new Error(`daemon exited ${code}: ${errors}`)));
-  });
-}
-
-const stopped = (child: ChildProcess) =>
-  new Promise<void>((resolve) => {
-    if (child.exitCode !== null || child.signalCode !== null) return resolve();
-    child.once('exit', () => resolve());
-    child.kill('SIGTERM');
-  });
 
 describeWithPostgres('two petreld nodes', (pg) => {
   it('placement never picks the node that cannot open /dev/kvm, and says why', async () => {
@@ -54,7 +26,7 @@ describeWithPostgres('two petreld nodes', (pg) => {
     await mkdir(devDir);
     spawnSync('mount', ['-t', 'tmpfs', '-o', 'nodev', 'petrel-test', devDir]);
     spawnSync('mknod', [path.join(devDir, 'kvm'), 'c', '10', '232']);
-    const children: ChildProcess[] = [];
+    const children: DaemonProcess[] = [];
     try {
       const common = (name: string) => [
         '--state-dir',
@@ -71,20 +43,18 @@ describeWithPostgres('two petreld nodes', (pg) => {
         'warn',
       ];
       const tender = await testTender(dir);
-      const hvt1 = await run(
-        launcher,
+      const hvt1 = await launchDaemon(
         [...common('hvt1'), '--node-address', '127.0.0.1:1025', '--tender-hvt', tender],
-        {
-          PETREL_TEST_NETNS: netns.name,
-          PETREL_FAKE_KVM: '1',
-        },
+        { PETREL_TEST_NETNS: netns.name, PETREL_FAKE_KVM: '1' },
       );
       children.push(hvt1);
       // The blind node is the real petreld executable, with nothing standing in for anything.
-      const blind = await run(
-        petreld,
+      const blind = await launchDaemon(
         [
           ...common('blind'),
+          // info, so that it logs `petreld ready`
+          '--log-level',
+          'info',
           '--node-address',
           '127.0.0.1:1026',
           '--runtimes',
@@ -95,6 +65,7 @@ describeWithPostgres('two petreld nodes', (pg) => {
           'pblind',
         ],
         {},
+        petreld,
       );
       children.push(blind);
       await new Promise((r) => setTimeout(r, 1500));
@@ -111,7 +82,7 @@ describeWithPostgres('two petreld nodes', (pg) => {
       expect(refused.ok).toBe(false);
       if (!refused.ok) expect(refused.error.message).toMatch(/^node blind cannot run hvt .*: no kvm$/);
 
-      await stopped(hvt1);
+      await hvt1.stop();
       const alone = await registry.place(req, { freshMs: 30_000 });
       expect(alone.ok).toBe(false);
       if (!alone.ok) {
@@ -119,7 +90,7 @@ describeWithPostgres('two petreld nodes', (pg) => {
         expect(alone.error.message).not.toContain('hvt1: ok');
       }
     } finally {
-      await Promise.all(children.map(stopped));
+      await Promise.all(children.map((d) => d.stop()));
       spawnSync('umount', [devDir]);
       netns.destroy();
       await rm(dir, { recursive: true, force: true });

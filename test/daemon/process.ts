@@ -1,0 +1,63 @@
+// petreld as a separate process for tests and benchmarks (its RSS and its crashes are its own):
+// test/daemon/launch.mjs by default (it prints READY), or petreld itself (it logs `petreld
+// ready`). Resolves once ready; stop() sends SIGTERM to that pid and waits.
+import { type ChildProcess, spawn } from 'node:child_process';
+import path from 'node:path';
+import { repo } from '../engine/guest.js';
+
+export const LAUNCHER = path.join(repo, 'test', 'daemon', 'launch.mjs');
+
+export interface DaemonProcess {
+  readonly child: ChildProcess;
+  readonly pid: number;
+  readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  /** What it wrote on stderr so far. */
+  stderr(): string;
+  stop(): Promise<void>;
+}
+
+export function launchDaemon(
+  flags: readonly string[],
+  env: NodeJS.ProcessEnv = {},
+  script: string = LAUNCHER,
+  readyMs = 30_000,
+): Promise<DaemonProcess> {
+  const child = spawn(process.execPath, [script, ...flags], {
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let errors = '';
+  child.stderr?.on('data', (d) => {
+    errors += d;
+  });
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    child.once('exit', (code, signal) => resolve({ code, signal })),
+  );
+  const handle: DaemonProcess = {
+    child,
+    pid: child.pid as number,
+    exited,
+    stderr: () => errors,
+    async stop() {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
+      await exited;
+    },
+  };
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(
+      () => reject(new Error(`petreld not ready within ${readyMs} ms: ${errors}`)),
+      readyMs,
+    );
+    child.stdout?.on('data', (d: Buffer) => {
+      const text = d.toString();
+      if (text.includes('READY') || text.includes('"msg":"petreld ready"')) {
+        clearTimeout(timer);
+        resolve(handle);
+      }
+    });
+    void exited.then(({ code, signal }) => {
+      clearTimeout(timer);
+      reject(new Error(`petreld exited ${code ?? signal} before it was ready: ${errors}`));
+    });
+  });
+}
