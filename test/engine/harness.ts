@@ -94,14 +94,19 @@ export interface TestEngine {
 }
 
 export async function makeEngine(
-  options: { stopTimeoutMs?: number; restart?: ConstructorParameters<typeof Engine>[0]['restart'] } = {},
+  options: {
+    stopTimeoutMs?: number;
+    restart?: ConstructorParameters<typeof Engine>[0]['restart'];
+    /** The hvt tender; default the test tender of guest.ts. */
+    tenderHvt?: string;
+  } = {},
   shared?: { dir: string; netns: ReturnType<typeof makeNetns> },
 ): Promise<TestEngine> {
   const dir = shared?.dir ?? (await mkdtemp(path.join(tmpdir(), 'petrel-engine-')));
   const netns = shared?.netns ?? makeNetns();
   const runDir = path.join(dir, 'run');
   const stateDir = path.join(dir, 'state');
-  const tender = await testTender(dir);
+  const tender = options.tenderHvt ?? (await testTender(dir));
   const log = pino({ level: process.env.PETREL_TEST_LOG ?? 'silent' });
   const real = createHost({
     runDir,
