@@ -2,6 +2,13 @@
 // validation applies to one certificate at a time (chain.ts strings them together).
 
 import { err, ok, type Result } from '../resources/errors.js';
+import {
+  type RawExtension,
+  readBasicConstraints,
+  readCertificate,
+  readExtendedKeyUsage,
+  readKeyUsage,
+} from './der.js';
 import { describeError, type TlsError } from './errors.js';
 import { x509 } from './x509.js';
 
@@ -52,28 +59,39 @@ export interface Facts {
   readonly selfIssued: boolean;
 }
 
-/** The constraints a certificate carries, read once; a malformed extension is an error. */
+/** The constraints a certificate carries, read once from its DER; a malformed extension is an error. */
 export function inspect(cert: x509.X509Certificate): Result<Facts, TlsError> {
+  let extensions: readonly RawExtension[];
   try {
-    const bc = cert.getExtension(x509.BasicConstraintsExtension);
-    const ku = cert.getExtension(x509.KeyUsagesExtension);
-    const eku = cert.getExtension(x509.ExtendedKeyUsageExtension);
-    return ok({
-      ca: bc?.ca === true,
-      pathLength: bc?.pathLength ?? null,
-      keyUsage: ku === null ? null : ku.usages,
-      extKeyUsage: eku === null ? null : eku.usages.map(String),
-      unprocessedCritical: cert.extensions
-        .filter((e) => e.critical && !PROCESSED_CRITICAL.has(e.type))
-        .map((e) => e.type),
-      selfIssued: cert.subject === cert.issuer,
-    });
+    extensions = readCertificate(new Uint8Array(cert.rawData)).extensions;
+  } catch (e) {
+    return err('E_TLS_CERT_INVALID', `certificate ${cert.subject} is not DER: ${describeError(e)}`);
+  }
+  let found: Pick<Facts, 'ca' | 'pathLength' | 'keyUsage' | 'extKeyUsage'> = {
+    ca: false,
+    pathLength: null,
+    keyUsage: null,
+    extKeyUsage: null,
+  };
+  try {
+    for (const e of extensions) {
+      if (e.oid === OID.basicConstraints) found = { ...found, ...readBasicConstraints(e.value) };
+      else if (e.oid === OID.keyUsage) found = { ...found, keyUsage: readKeyUsage(e.value) };
+      else if (e.oid === OID.extKeyUsage) found = { ...found, extKeyUsage: readExtendedKeyUsage(e.value) };
+    }
   } catch (e) {
     return err(
       'E_TLS_CERT_INVALID',
       `certificate ${cert.subject} has a malformed extension: ${describeError(e)}`,
     );
   }
+  return ok({
+    ...found,
+    unprocessedCritical: extensions
+      .filter((e) => e.critical && !PROCESSED_CRITICAL.has(e.oid))
+      .map((e) => e.oid),
+    selfIssued: cert.subject === cert.issuer,
+  });
 }
 
 export function checkIssuer(

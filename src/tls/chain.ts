@@ -2,7 +2,7 @@
 // library: issuers are linked by name AND by the issuer's key verifying the signature, so a
 // look-alike (same subject, other key) never stands in for the real intermediate (semantics §14.1).
 
-import { createHash } from 'node:crypto';
+import { createHash, createPublicKey, type KeyObject, verify } from 'node:crypto';
 import { err, ok, type Result } from '../resources/errors.js';
 import {
   checkAlgorithm,
@@ -15,6 +15,7 @@ import {
   type PathCertificate,
   viewOf,
 } from './certs.js';
+import { type CertificateDer, readCertificate } from './der.js';
 import { describeError, type TlsError, tlsError } from './errors.js';
 import type { CryptoKey } from './keys.js';
 import { x509 } from './x509.js';
@@ -69,6 +70,64 @@ interface Parsed {
   facts?: Result<Facts, TlsError>;
   /** Its key imported into WebCrypto, per signature algorithm it verifies (RSA keys are bound to a hash). */
   readonly keys: Map<string, Promise<CryptoKey | null>>;
+  /**
+   * Kept certificates only: the kept certificates (or the anchor) whose key verified this one's
+   * signature. The same bytes verify the same way every time, so a delegation chain's links are
+   * checked once, not on every connection; only the leaf's signature is checked each time.
+   */
+  readonly signedBy?: WeakSet<Parsed>;
+  /** Its DER fields (null: not strict DER) and its key for node:crypto, read on first use. */
+  fields?: CertificateDer | null;
+  verifier?: KeyObject | null;
+}
+
+/** node:crypto's digest for each signature algorithm verified synchronously; null: none (EdDSA). */
+const DIGESTS: Readonly<Record<string, string | null>> = {
+  '1.3.101.112': null, // Ed25519
+  '1.3.101.113': null, // Ed448
+  '1.2.840.10045.4.3.2': 'sha256', // ecdsa-with-SHA256
+  '1.2.840.10045.4.3.3': 'sha384',
+  '1.2.840.10045.4.3.4': 'sha512',
+  '1.2.840.113549.1.1.11': 'sha256', // sha256WithRSAEncryption
+  '1.2.840.113549.1.1.12': 'sha384',
+  '1.2.840.113549.1.1.13': 'sha512',
+};
+
+function fieldsOf(parsed: Parsed): CertificateDer | null {
+  if (parsed.fields === undefined) {
+    try {
+      parsed.fields = readCertificate(new Uint8Array(parsed.cert.rawData));
+    } catch {
+      parsed.fields = null;
+    }
+  }
+  return parsed.fields;
+}
+
+/**
+ * Whether `issuer`'s key verifies `child`'s signature, synchronously through node:crypto for the
+ * algorithms above (WebCrypto costs a thread-pool round trip per call); null for any other
+ * algorithm or encoding, which the library then verifies.
+ */
+function verifySignature(child: Parsed, issuer: Parsed): boolean | null {
+  const fields = fieldsOf(child);
+  const signer = fieldsOf(issuer);
+  if (fields === null || signer === null || fields.signatureParameters.length > 2) return null;
+  const digest = DIGESTS[fields.signatureAlgorithm];
+  if (digest === undefined) return null;
+  try {
+    issuer.verifier ??= createPublicKey({ key: Buffer.from(signer.publicKey), format: 'der', type: 'spki' });
+  } catch {
+    issuer.verifier = null;
+  }
+  if (issuer.verifier === null) return null;
+  const ecdsa = fields.signatureAlgorithm.startsWith('1.2.840.10045.');
+  try {
+    const key = ecdsa ? { key: issuer.verifier, dsaEncoding: 'der' as const } : issuer.verifier;
+    return verify(digest, fields.tbs, key, fields.signature);
+  } catch {
+    return false;
+  }
 }
 
 interface Candidate {
@@ -96,7 +155,7 @@ function parse(der: Uint8Array, keep: boolean): Parsed {
     issuerCache.set(digest, cached);
     return cached;
   }
-  const parsed: Parsed = { cert: new x509.X509Certificate(der), keys: new Map() };
+  const parsed: Parsed = { cert: new x509.X509Certificate(der), keys: new Map(), signedBy: new WeakSet() };
   issuerCache.set(digest, parsed);
   if (issuerCache.size > ISSUER_CACHE_SIZE) issuerCache.delete(issuerCache.keys().next().value as string);
   return parsed;
@@ -222,9 +281,22 @@ class PathSearch {
     const memo = `${child}<${issuer}`;
     let verdict = this.#signatures.get(memo);
     if (verdict === undefined) {
-      const cert = (this.#certs[child] as Candidate).parsed.cert;
-      verdict = this.#key(issuer, cert)
-        .then((key) => key !== null && cert.verify({ publicKey: key, signatureOnly: true }))
+      const parsed = (this.#certs[child] as Candidate).parsed;
+      const by = issuer === -1 ? this.#anchorParsed : (this.#certs[issuer] as Candidate).parsed;
+      if (parsed.signedBy?.has(by)) return Promise.resolve(true);
+      const cert = parsed.cert;
+      const fast = verifySignature(parsed, by);
+      verdict = (
+        fast !== null
+          ? Promise.resolve(fast)
+          : this.#key(issuer, cert).then(
+              (key) => key !== null && cert.verify({ publicKey: key, signatureOnly: true }),
+            )
+      )
+        .then((verified) => {
+          if (verified) parsed.signedBy?.add(by);
+          return verified;
+        })
         .catch(() => false);
       this.#signatures.set(memo, verdict);
     }

@@ -1,7 +1,7 @@
 // Key pairs for the PKI tooling: the key types Albatross' client offers, PKCS#8 PEM in and out,
 // and the signature algorithm each key type signs certificates with.
 
-import { createPrivateKey, createPublicKey, webcrypto } from 'node:crypto';
+import { createPrivateKey, createPublicKey, KeyObject, webcrypto } from 'node:crypto';
 import { err, ok, type PetrelError, type Result } from '../resources/errors.js';
 import { describeError } from './errors.js';
 
@@ -77,9 +77,9 @@ export async function generateKey(type: KeyType): Promise<KeyPair> {
 
 /** PKCS#8 PEM of the private key: the only form a key ever leaves this module in. */
 export async function exportPrivateKey(pair: KeyPair): Promise<string> {
-  const der = Buffer.from(await webcrypto.subtle.exportKey('pkcs8', pair.privateKey));
-  const body = der.toString('base64').replace(/.{1,64}/g, '$&\n');
-  return `-----BEGIN PRIVATE KEY-----\n${body}-----END PRIVATE KEY-----\n`;
+  // Synchronous through KeyObject: a WebCrypto export costs a thread-pool round trip, and the
+  // remote client exports a fresh key for every command.
+  return KeyObject.from(pair.privateKey).export({ type: 'pkcs8', format: 'pem' }) as string;
 }
 
 /** Reads a private key (PKCS#8, or the traditional PEM forms OpenSSL writes) and derives its public half. */

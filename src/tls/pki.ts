@@ -9,8 +9,20 @@ import { isSubPolicy, list, missing, type Policy, usable } from '../resources/po
 import { ALBATROSS_OID, encodeCertExtension } from '../wire/index.js';
 import type { Command } from '../wire/types.js';
 import { viewOf } from './certs.js';
+import { keyIdentifier, readCertificate } from './der.js';
+import {
+  authorityKeyIdentifier,
+  basicConstraints,
+  type Extension,
+  encodeCertificate,
+  encodeName,
+  extendedKeyUsage,
+  keyUsage,
+  publicKeyInfo,
+  subjectKeyIdentifier,
+} from './encode.js';
 import { certificateCommand } from './identity.js';
-import { type CryptoKey, generateKey, type KeyPair, type KeyType, signingAlgorithm } from './keys.js';
+import { type CryptoKey, generateKey, type KeyPair, type KeyType } from './keys.js';
 import { x509 } from './x509.js';
 
 /** Validity starts this far in the past, for clock skew (§15). */
@@ -30,9 +42,14 @@ export interface Issuer {
 }
 
 export interface Issued {
+  /** The certificate's DER. */
+  readonly der: Uint8Array;
+  /** The certificate parsed (on first use: the remote client needs only the DER). */
   readonly certificate: x509.X509Certificate;
   /** The certificate, then the issuer's chain without self-signed certificates: what a client presents. */
   readonly chain: readonly x509.X509Certificate[];
+  /** The issuer's chain without self-signed certificates. */
+  readonly above: readonly x509.X509Certificate[];
 }
 
 export interface Validity {
@@ -71,45 +88,92 @@ export async function issue(params: IssueParams): Promise<Issued> {
   const signer = params.issuer?.key ?? params.signingKey;
   if (signer === undefined) throw new Error('issue: an issuer or a signing key is required');
   const issuerCert = params.issuer?.chain[0];
-  const subject = new x509.Name(params.commonName === null ? [] : [{ CN: [params.commonName] }]);
-  const extensions: x509.Extension[] = [];
+  const subject = encodeName(params.commonName);
+  const publicKey = publicKeyInfo(params.publicKey);
+  const extensions: Extension[] = [];
   if (params.command !== undefined) {
     const value = encodeCertExtension(params.command);
     if (!value.ok) throw new Error(`cannot encode the certificate command: ${value.error.message}`);
-    extensions.push(new x509.Extension(ALBATROSS_OID, false, value.value));
+    extensions.push({ oid: ALBATROSS_OID, critical: false, value: value.value });
   }
   const ca = params.profile === 'root' || params.profile === 'delegation';
-  extensions.push(new x509.KeyUsagesExtension(ca ? CA_USAGE : END_ENTITY_USAGE, true));
-  extensions.push(new x509.BasicConstraintsExtension(ca, undefined, true));
+  extensions.push({ oid: OID.keyUsage, critical: true, value: keyUsage(ca ? CA_USAGE : END_ENTITY_USAGE) });
+  extensions.push({ oid: OID.basicConstraints, critical: true, value: basicConstraints(ca) });
   if (params.profile === 'server' || params.profile === 'command') {
-    const purpose =
-      params.profile === 'server' ? x509.ExtendedKeyUsage.serverAuth : x509.ExtendedKeyUsage.clientAuth;
-    extensions.push(new x509.ExtendedKeyUsageExtension([purpose], true));
+    const purpose = params.profile === 'server' ? OID.serverAuth : OID.clientAuth;
+    extensions.push({ oid: OID.extKeyUsage, critical: true, value: extendedKeyUsage([purpose]) });
   }
   if (params.profile !== 'root') {
-    extensions.push(await x509.SubjectKeyIdentifierExtension.create(params.publicKey));
-    extensions.push(await x509.AuthorityKeyIdentifierExtension.create(signer.publicKey));
+    const own = keyIdentifier(publicKey);
+    extensions.push({ oid: OID.subjectKeyId, critical: false, value: subjectKeyIdentifier(own) });
+    const authority = signerKeyIdentifier(signer);
+    extensions.push({ oid: OID.authorityKeyId, critical: false, value: authorityKeyIdentifier(authority) });
   }
-  const certificate = await x509.X509CertificateGenerator.create({
-    serialNumber: serialNumber(),
-    subject,
-    issuer: issuerCert?.subjectName ?? subject,
-    notBefore: params.validity.notBefore,
-    notAfter: params.validity.notAfter,
-    extensions,
-    publicKey: params.publicKey,
-    signingKey: signer.privateKey,
-    signingAlgorithm: signingAlgorithm(signer.type),
-  });
+  const der = encodeCertificate(
+    {
+      serial: serialNumber(),
+      issuer: issuerCert === undefined ? subject : issuerName(issuerCert),
+      subject,
+      notBefore: params.validity.notBefore,
+      notAfter: params.validity.notAfter,
+      publicKey,
+      extensions,
+    },
+    signer,
+  );
   const above = (params.issuer?.chain ?? []).filter((cert) => !selfSigned(cert));
-  return { certificate, chain: [certificate, ...above] };
+  let parsed: x509.X509Certificate | undefined;
+  const issued: Issued = {
+    der,
+    get certificate() {
+      parsed ??= new x509.X509Certificate(der);
+      return parsed;
+    },
+    get chain() {
+      return [issued.certificate, ...above];
+    },
+    above,
+  };
+  return issued;
+}
+
+const OID = {
+  keyUsage: '2.5.29.15',
+  basicConstraints: '2.5.29.19',
+  extKeyUsage: '2.5.29.37',
+  subjectKeyId: '2.5.29.14',
+  authorityKeyId: '2.5.29.35',
+  serverAuth: '1.3.6.1.5.5.7.3.1',
+  clientAuth: '1.3.6.1.5.5.7.3.2',
+} as const;
+
+/** The issuer's subject exactly as its certificate encodes it. */
+function issuerName(cert: x509.X509Certificate): Uint8Array {
+  try {
+    return readCertificate(new Uint8Array(cert.rawData)).subject;
+  } catch {
+    // Not strict DER (some other CA's certificate): the library's re-encoding of the same Name.
+    return new Uint8Array(cert.subjectName.toArrayBuffer());
+  }
+}
+
+/** Key identifiers of signing keys, which sign many certificates. */
+const signerIds = new WeakMap<KeyPair, Uint8Array>();
+
+function signerKeyIdentifier(signer: KeyPair): Uint8Array {
+  let id = signerIds.get(signer);
+  if (id === undefined) {
+    id = keyIdentifier(publicKeyInfo(signer.publicKey));
+    signerIds.set(signer, id);
+  }
+  return id;
 }
 
 /** 16 random bytes, positive and without a leading zero byte, as the serial number. */
-function serialNumber(): string {
+function serialNumber(): Uint8Array {
   const bytes = webcrypto.getRandomValues(new Uint8Array(16));
   bytes[0] = ((bytes[0] as number) & 0x7f) | 0x01;
-  return Buffer.from(bytes).toString('hex');
+  return bytes;
 }
 
 export function selfSigned(cert: x509.X509Certificate): boolean {
@@ -200,20 +264,21 @@ export interface CommandLeaf extends Issued {
 }
 
 /**
- * The remote client's leaf: a fresh key, the command in the extension, valid from 10 s ago for
- * 300 s, signed by the delegated CA after the same checks the CSR signer applies.
+ * The remote client's leaf: the command in the extension, valid from 10 s ago for 300 s, signed
+ * by the delegated CA after the same checks the CSR signer applies. Its key is fresh unless
+ * `key` is given (a client may use one key for all the leaves of one session).
  */
 export async function issueCommandLeaf(
   issuer: Issuer,
   command: Command,
   name: Name,
-  options: { readonly keyType?: KeyType; readonly now?: Date } = {},
+  options: { readonly keyType?: KeyType; readonly key?: KeyPair; readonly now?: Date } = {},
 ): Promise<Result<CommandLeaf, PetrelError>> {
   const cn = leafCommonName(command, name);
   if (!cn.ok) return cn;
   const fits = checkCommand(issuer, command);
   if (!fits.ok) return fits;
-  const key = await generateKey(options.keyType ?? 'ed25519');
+  const key = options.key ?? (await generateKey(options.keyType ?? 'ed25519'));
   const issued = await issue({
     profile: 'command',
     commonName: cn.value,
@@ -222,7 +287,7 @@ export async function issueCommandLeaf(
     command,
     issuer,
   });
-  return ok({ ...issued, key });
+  return ok(Object.assign(issued, { key }));
 }
 
 /** A delegation: checked, then signed into an intermediate CA certificate for `label`. */
