@@ -1,5 +1,6 @@
 // Public surface of src/tls: the mutual-TLS endpoint (for petreld, in-process or as
-// `petreld tls-endpoint`), certificate-path verification and identity, and the PKI tooling.
+// `petreld tls-endpoint`), the remote client's transport, certificate-path verification and
+// identity, and the PKI tooling.
 
 export { decodeDer, type PathCertificate, viewOf } from './certs.js';
 export {
@@ -16,6 +17,7 @@ export {
   TLS_ENDPOINT_USAGE,
   type TlsEndpointArgs,
 } from './cli.js';
+export { createRemoteTransport, type RemoteTransportOptions } from './client.js';
 export { createRequest, signRequest } from './csr.js';
 export {
   createTlsEndpoint,
