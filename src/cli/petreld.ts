@@ -6,6 +6,7 @@ import pino from 'pino';
 import { configHelp, loadConfig } from '../daemon/config.js';
 import { createDaemon } from '../daemon/daemon.js';
 import { checkHost, formatChecks, preflightError } from '../daemon/preflight.js';
+import { runTlsEndpoint, TLS_ENDPOINT_USAGE } from '../tls/cli.js';
 
 /** Exit statuses by failure kind, so service managers and scripts can tell them apart. */
 const EXIT = { OK: 0, FAILED: 1, CONFIG: 2, PREFLIGHT: 3, CANARY: 4 } as const;
@@ -16,6 +17,9 @@ const USAGE = `usage: petreld [check] [--config FILE] [flags]
                    need and the host lacks, restore the state, boot the canary, serve clients
   petreld check    probe and print the preflight table (PASS/FAIL/WARN with fix hints);
                    exits 3 when a required check fails
+  petreld tls-endpoint --run-dir DIR --ca FILE --cert FILE --key FILE ...
+                   only the mutual-TLS endpoint, as its own (unprivileged) process, in front
+                   of the sockets of a petreld running on DIR (--help for its flags)
 
 examples:
   petreld --state-dir ./state --run-dir ./run
@@ -25,6 +29,8 @@ examples:
 `;
 
 async function main(argv: readonly string[]): Promise<number> {
+  // The endpoint takes its own flags (Albatross' `CA CERT KEY` too), not the daemon's.
+  if (argv[0] === 'tls-endpoint') return tlsEndpoint(argv.slice(1));
   const loaded = await loadConfig(argv);
   if (!loaded.ok) {
     process.stderr.write(`petreld: ${loaded.error.message}\n`);
@@ -77,6 +83,22 @@ async function main(argv: readonly string[]): Promise<number> {
     };
     process.once('SIGTERM', () => shutdown('SIGTERM'));
     process.once('SIGINT', () => shutdown('SIGINT'));
+  });
+}
+
+/** `petreld tls-endpoint`: runs until SIGTERM or SIGINT; exit 0 after a clean stop. */
+async function tlsEndpoint(args: readonly string[]): Promise<number> {
+  if (args.includes('--help') || args.includes('-h')) {
+    process.stdout.write(TLS_ENDPOINT_USAGE);
+    return EXIT.OK;
+  }
+  const stop = new AbortController();
+  process.once('SIGTERM', () => stop.abort());
+  process.once('SIGINT', () => stop.abort());
+  return runTlsEndpoint(args, {
+    logger: pino({ base: { pid: process.pid } }),
+    signal: stop.signal,
+    stderr: (text) => process.stderr.write(text),
   });
 }
 

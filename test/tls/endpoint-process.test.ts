@@ -1,0 +1,118 @@
+// `petreld tls-endpoint` as its own process (the compiled dist/src/cli/petreld.js; `npm test`
+// builds dist/ first) in front of the sockets of a real petreld started without TLS: the
+// endpoint needs nothing but the run directory's sockets and its key material.
+
+import { type ChildProcess, spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import path from 'node:path';
+import { createInterface } from 'node:readline';
+import { afterEach, describe, expect, it } from 'vitest';
+import { printName } from '../../src/resources/name.js';
+import { request } from '../daemon/client.js';
+import { repo } from '../engine/guest.js';
+import { INFO, name } from './helpers.js';
+import { type Petreld, startPetreld } from './petreld.js';
+
+const petreldJs = path.join(repo, 'dist', 'src', 'cli', 'petreld.js');
+
+let petreld: Petreld | undefined;
+let child: ChildProcess | undefined;
+afterEach(async () => {
+  if (child !== undefined && child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+  child = undefined;
+  await petreld?.stop();
+  petreld = undefined;
+});
+
+interface Endpoint {
+  readonly process: ChildProcess;
+  readonly logs: Record<string, unknown>[];
+  readonly exited: Promise<number | null>;
+}
+
+function launch(args: readonly string[]): Endpoint {
+  if (!existsSync(petreldJs)) throw new Error(`${petreldJs} is missing: run npx tsc -p tsconfig.build.json`);
+  const proc = spawn(process.execPath, [petreldJs, 'tls-endpoint', ...args], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  child = proc;
+  const logs: Record<string, unknown>[] = [];
+  createInterface({ input: proc.stdout as NodeJS.ReadableStream }).on('line', (line) => {
+    try {
+      logs.push(JSON.parse(line));
+    } catch {
+      logs.push({ text: line });
+    }
+  });
+  const exited = new Promise<number | null>((resolve) => proc.once('exit', (code) => resolve(code)));
+  return { process: proc, logs, exited };
+}
+
+async function until<T>(probe: () => T | undefined, what: string): Promise<T> {
+  const deadline = Date.now() + 10_000;
+  while (Date.now() < deadline) {
+    const value = probe();
+    if (value !== undefined) return value;
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}
+
+describe('petreld tls-endpoint, a separate process on a running petreld', () => {
+  it("serves remote clients from the daemon's run directory and stops on SIGTERM", async () => {
+    petreld = await startPetreld({ alice: ['--vms', '1', '--mem', '32'] }, {}, { tls: false });
+    expect(petreld.port).toBeNull();
+    const ca = petreld.ca;
+    const endpoint = launch([
+      '--run-dir',
+      petreld.runDir,
+      '--ip',
+      '127.0.0.1',
+      '--port',
+      '0',
+      '--ca',
+      path.join(ca, 'cacert.pem'),
+      '--cert',
+      path.join(ca, 'server.pem'),
+      '--key',
+      path.join(ca, 'server.key'),
+    ]);
+    const port = await until(
+      () => endpoint.logs.find((l) => l.event === 'tls.listening')?.port as number | undefined,
+      'tls.listening',
+    );
+    const alice = petreld.remote('alice', port);
+    const answer = await alice.request(name(':'), INFO);
+    expect(answer).toMatchObject({ ok: true, value: { kind: 'reply', reply: { type: 'unikernel-info' } } });
+    // The delegated policy reached the daemon through its socket, as from an in-process endpoint.
+    const policies = await request(path.join(petreld.runDir, 'util', 'vmmd.sock'), ':', {
+      type: 'policy-info',
+    });
+    const listed = policies[0]?.payload;
+    expect(
+      listed?.kind === 'reply' &&
+        listed.reply.type === 'policies' &&
+        listed.reply.entries.map((e) => printName(e.name)),
+    ).toContain('alice:');
+    const replied = await until(() => endpoint.logs.find((l) => l.event === 'tls.reply'), 'tls.reply');
+    expect(replied).toMatchObject({ name: 'alice:', command: 'unikernel-info', outcome: 'replied' });
+
+    endpoint.process.kill('SIGTERM');
+    expect(await endpoint.exited).toBe(0);
+    // Stopped means no longer listening.
+    const after = await petreld.remote('alice', port).request(name(':'), INFO);
+    expect(after).toMatchObject({ ok: false, error: { code: 'E_CLIENT_CONNECT' } });
+  });
+
+  it('exits 2 with its usage on bad flags, 1 when the key material is unusable', async () => {
+    const bad = launch(['--port', 'many']);
+    let stderr = '';
+    bad.process.stderr?.on('data', (chunk: Buffer) => {
+      stderr += chunk.toString();
+    });
+    expect(await bad.exited).toBe(2);
+    expect(stderr).toMatch(/^petreld tls-endpoint: .*\n\nusage: petreld tls-endpoint/);
+    const missing = launch(['/nonexistent/ca.pem', '/nonexistent/server.pem', '/nonexistent/server.key']);
+    expect(await missing.exited).toBe(1);
+  });
+});

@@ -1,0 +1,133 @@
+// A real petreld for the TLS tests: started in-process with its TLS endpoint on 127.0.0.1, CA
+// files made by `petrel ca init` and `petrel ca delegate`, and remote clients through
+// src/tls/client.ts. On a host without /dev/kvm a TEST DOUBLE stands in for KVM only: the
+// fake-kvm tender of test/engine/guest.ts (the real petrel-hvt with a scripted /dev/kvm) and the
+// probe's kvm answer; the engine, sockets, state file and TLS endpoint are the real ones.
+
+import { mkdir, mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import pino from 'pino';
+import type { Transport } from '../../src/cli/client/transport.js';
+import { caCommand } from '../../src/cli/commands/ca.js';
+import { buildConfig } from '../../src/daemon/config.js';
+import { createDaemon, type Daemon, type StartReport } from '../../src/daemon/daemon.js';
+import { unwrap } from '../../src/resources/errors.js';
+import { createRemoteTransport } from '../../src/tls/client.js';
+import { probe } from '../daemon/start.js';
+import { testTender } from '../engine/guest.js';
+import { makeNetns } from '../engine/harness.js';
+
+/** `petrel ca ARGS...`; throws with its stderr when it fails. */
+export async function petrelCa(...args: string[]): Promise<void> {
+  let stderr = '';
+  const io = {
+    stdout: () => {},
+    stderr: (text: string) => {
+      stderr += text;
+    },
+    readFile: async () => new Uint8Array(),
+    writeFile: async () => {},
+  };
+  const status = await caCommand.run(args, io);
+  if (status !== 0) throw new Error(`petrel ca ${args.join(' ')}: ${stderr}`);
+}
+
+export interface Petreld {
+  readonly daemon: Daemon;
+  readonly report: StartReport;
+  /** The temporary directory: `ca/` (the PKI), `state/`, `run/`. */
+  readonly dir: string;
+  readonly ca: string;
+  readonly runDir: string;
+  readonly stateFile: string;
+  /** The TLS port on 127.0.0.1; null when started without TLS. */
+  readonly port: number | null;
+  /** Every log line of the daemon (info and above), parsed. */
+  readonly logs: Record<string, unknown>[];
+  /** A remote client holding the delegation `label` (files ca/LABEL.pem and ca/LABEL.key). */
+  remote(label: string, port?: number): Transport;
+  /** Stops the daemon, removes the namespace and the directory. */
+  stop(): Promise<void>;
+}
+
+/**
+ * A fresh PKI (`ca init`, then `ca delegate LABEL ARGS...` per entry) and a daemon using it;
+ * `flags` are petreld's configuration keys. Everything is removed again if start-up fails.
+ */
+export async function startPetreld(
+  delegations: Record<string, readonly string[]>,
+  flags: Record<string, string> = {},
+  options: { readonly tls?: boolean } = {},
+): Promise<Petreld> {
+  const dir = await mkdtemp(path.join(tmpdir(), 'petreld-tls-'));
+  const netns = makeNetns();
+  let daemon: Daemon | undefined;
+  const stop = async () => {
+    try {
+      await daemon?.stop();
+    } finally {
+      netns.destroy();
+      await rm(dir, { recursive: true, force: true });
+    }
+  };
+  try {
+    const ca = path.join(dir, 'ca');
+    await mkdir(ca);
+    await petrelCa('init', '--dir', ca);
+    for (const [label, args] of Object.entries(delegations)) {
+      await petrelCa('delegate', label, ...args, '--dir', ca);
+    }
+    const tls =
+      options.tls === false
+        ? {}
+        : {
+            tlsListen: '127.0.0.1:0',
+            tlsCa: path.join(ca, 'cacert.pem'),
+            tlsCert: path.join(ca, 'server.pem'),
+            tlsKey: path.join(ca, 'server.key'),
+          };
+    const config = unwrap(
+      buildConfig({
+        flags: {
+          stateDir: path.join(dir, 'state'),
+          runDir: path.join(dir, 'run'),
+          tenderHvt: await testTender(dir),
+          runtimes: 'hvt',
+          canaryDeadline: '5s',
+          stopTimeout: '2s',
+          ...tls,
+          ...flags,
+        },
+      }),
+    );
+    const logs: Record<string, unknown>[] = [];
+    const log = pino({ level: 'info' }, { write: (line: string) => logs.push(JSON.parse(line)) });
+    daemon = createDaemon({ config, log, netns: netns.name, probe });
+    const started = await daemon.start();
+    if (!started.ok) throw new Error(`petreld did not start: ${started.error.message}`);
+    const port = started.value.tls?.port ?? null;
+    return {
+      daemon,
+      report: started.value,
+      dir,
+      ca,
+      runDir: path.join(dir, 'run'),
+      stateFile: path.join(dir, 'state', 'state'),
+      port,
+      logs,
+      remote: (label, at = port ?? 0) =>
+        createRemoteTransport({
+          host: '127.0.0.1',
+          port: at,
+          ca: path.join(ca, 'cacert.pem'),
+          cert: path.join(ca, `${label}.pem`),
+          key: path.join(ca, `${label}.key`),
+        }),
+      stop,
+    };
+  } catch (e) {
+    await stop();
+    throw e;
+  }
+}

@@ -1,0 +1,242 @@
+// End to end over REAL TLS on 127.0.0.1 against a REAL petreld (test/tls/petreld.ts), every
+// command sent as the `petrel --remote` client sends it (src/tls/client.ts): delegations made by
+// `petrel ca delegate`, canary guests (on hosts without KVM: the fake-kvm TEST DOUBLE of
+// test/engine/guest.ts stands in for KVM), the delegated policies enforced by the engine.
+
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
+import { connect } from 'node:tls';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Answer, Transport } from '../../src/cli/client/transport.js';
+import type { Result } from '../../src/resources/errors.js';
+import { printName } from '../../src/resources/name.js';
+import { decodeDer } from '../../src/tls/certs.js';
+import { createRemoteTransport } from '../../src/tls/client.js';
+import { exportPrivateKey, generateKey, importPrivateKey } from '../../src/tls/keys.js';
+import { type Issuer, issue, validityFor } from '../../src/tls/pki.js';
+import { x509 } from '../../src/tls/x509.js';
+import { FrameReader } from '../../src/wire/index.js';
+import type { Command } from '../../src/wire/types.js';
+import { request } from '../daemon/client.js';
+import { canaryImage } from '../engine/guest.js';
+import { canaryConfig } from '../engine/harness.js';
+import { DESTROY, delegate, INFO, name, policy } from './helpers.js';
+import { type Petreld, startPetreld } from './petreld.js';
+
+const create = async (vm: string, change: { image?: Uint8Array } = {}): Promise<Command> => ({
+  type: 'unikernel-create',
+  force: false,
+  release: '2.7',
+  config: await canaryConfig(canaryImage, ['wait', vm], { memory: 16, ...change }),
+});
+
+/** The text of a string reply or a Failure; anything else by its kind. */
+function said(answer: Result<Answer, { code: string; message: string }>): string {
+  if (!answer.ok) return `${answer.error.code}: ${answer.error.message}`;
+  const a = answer.value;
+  if (a.kind === 'failure') return `Failure: ${a.message}`;
+  return a.reply.type === 'string' ? a.reply.text : a.reply.type;
+}
+
+/** The names `info` lists, as the reply carries them. */
+async function listed(client: Transport): Promise<string[]> {
+  const answer = await client.request(name(':'), INFO);
+  if (!answer.ok || answer.value.kind !== 'reply' || answer.value.reply.type !== 'unikernel-info') {
+    throw new Error(`info: ${said(answer)}`);
+  }
+  return answer.value.reply.entries.map((e) => printName(e.name)).sort();
+}
+
+async function issuer(petreld: Petreld, label: string): Promise<Issuer> {
+  const pem = await readFile(path.join(petreld.ca, `${label}.pem`), 'utf8');
+  const key = await importPrivateKey(await readFile(path.join(petreld.ca, `${label}.key`)));
+  if (!key.ok) throw new Error(key.error.message);
+  return { chain: decodeDer(pem).map((der) => new x509.X509Certificate(der)), key: key.value };
+}
+
+describe('alice and bob, delegated by certificate, against one real petreld', () => {
+  let petreld: Petreld;
+  beforeAll(async () => {
+    petreld = await startPetreld({
+      alice: ['--vms', '2', '--mem', '64'],
+      bob: ['--vms', '1', '--mem', '32'],
+    });
+  });
+  afterAll(async () => {
+    await petreld?.stop();
+  });
+
+  it('alice runs two canaries; the third is refused by her policy; console and destroy work', async () => {
+    const alice = petreld.remote('alice');
+    expect(said(await alice.request(name('vm1'), await create('vm1')))).toBe('created unikernel');
+    // The full name is the same as the relative one for alice's CA.
+    expect(said(await alice.request(name('alice:vm2'), await create('vm2')))).toBe('created unikernel');
+    expect(said(await alice.request(name('vm3'), await create('vm3')))).toBe(
+      'Failure: maximum amount of unikernels (2) reached',
+    );
+    expect([...petreld.daemon.engine.running].sort()).toEqual(['alice:vm1', 'alice:vm2']);
+    expect(await listed(alice)).toEqual([':vm1', ':vm2']);
+
+    const watch = await alice.stream(name('vm1'), {
+      type: 'console-subscribe',
+      release: '2.1',
+      select: { kind: 'count', count: 10 },
+    });
+    if (!watch.ok) throw new Error(watch.error.message);
+    expect(watch.value.answer).toMatchObject({ kind: 'reply' });
+    let line = '';
+    for await (const event of watch.value.events) {
+      if (event.kind !== 'data' || event.data.type !== 'console') throw new Error(`unexpected ${event.kind}`);
+      line = `${printName(event.name)} ${Buffer.from(event.data.line).toString()}`;
+      watch.value.close();
+    }
+    expect(line).toBe('alice:vm1 petrel-canary vm1');
+
+    // bob sees none of alice's unikernels and cannot name them: his names are under bob:.
+    const bob = petreld.remote('bob');
+    expect(await listed(bob)).toEqual([]);
+    expect(said(await bob.request(name('vm1'), DESTROY))).toMatch(/^Failure: .*not found/);
+    expect(said(await bob.request(name('alice:vm1'), DESTROY))).toMatch(
+      /^E_CLIENT_UNSUPPORTED: non-empty path/,
+    );
+    // A leaf naming alice's unikernel directly is refused by the endpoint (a CN is one label).
+    const forged = await forgedLeaf(petreld, await issuer(petreld, 'bob'), 'alice:vm1', DESTROY);
+    expect(forged).toEqual({ frames: 0 });
+    expect(petreld.logs.filter((l) => l.event === 'tls.refused').map((l) => l.code)).toContain('E_TLS_NAME');
+    expect([...petreld.daemon.engine.running].sort()).toEqual(['alice:vm1', 'alice:vm2']);
+
+    expect(said(await alice.request(name('vm1'), DESTROY))).toBe('destroyed unikernel');
+    expect(await listed(alice)).toEqual([':vm2']);
+    expect(said(await alice.request(name('vm2'), DESTROY))).toBe('destroyed unikernel');
+    expect(await listed(alice)).toEqual([]);
+  });
+
+  it('an image far above the ~100 KiB certificate limit is streamed after the leaf and boots', async () => {
+    const alice = petreld.remote('alice');
+    const canary = await readFile(canaryImage);
+    // Trailing bytes after the ELF's segments are ignored by the loader.
+    const image = Buffer.concat([canary, Buffer.alloc(1024 * 1024)]);
+    expect(said(await alice.request(name('big'), await create('big', { image })))).toBe('created unikernel');
+    expect(said(await alice.request(name('big'), DESTROY))).toBe('destroyed unikernel');
+  });
+
+  it('load: 50 concurrent clients × 20 sequential sessions of info, all answered, no error', async () => {
+    const alice = petreld.remote('alice');
+    const failures: string[] = [];
+    let answered = 0;
+    await Promise.all(
+      Array.from({ length: 50 }, async () => {
+        for (let i = 0; i < 20; i++) {
+          const answer = await alice.request(name(':'), INFO);
+          if (answer.ok && answer.value.kind === 'reply') answered++;
+          else failures.push(said(answer));
+        }
+      }),
+    );
+    expect(failures).toEqual([]);
+    expect(answered).toBe(1000);
+    const refused = petreld.logs.filter((l) => l.event === 'tls.refused' && l.code !== 'E_TLS_NAME');
+    expect(refused).toEqual([]);
+  }, 180_000);
+});
+
+describe('a delegation that exceeds its parent, on a fresh petreld', () => {
+  let petreld: Petreld;
+  beforeAll(async () => {
+    petreld = await startPetreld({
+      alice: ['--vms', '2', '--mem', '64'],
+      huge: ['--vms', '2', '--mem', '100000000'],
+    });
+  });
+  afterAll(async () => {
+    await petreld?.stop();
+  });
+
+  const policies = async () => {
+    const replies = await request(path.join(petreld.runDir, 'util', 'vmmd.sock'), ':', {
+      type: 'policy-info',
+    });
+    const p = replies[0]?.payload;
+    if (p?.kind !== 'reply' || p.reply.type !== 'policies') throw new Error('policy info failed');
+    return p.reply.entries.map((e) => printName(e.name));
+  };
+
+  it('above its parent delegation: refused before petreld hears of it; nothing inserted or persisted', async () => {
+    const before = await readFile(petreld.stateFile);
+    const policiesBefore = await policies();
+    // alice:big (4 VMs) under alice (2 VMs): `petrel ca delegate` refuses to sign this, so it is
+    // signed without the check, as a careless or hostile CA holder could.
+    const big = await delegate(
+      await issuer(petreld, 'alice'),
+      'big',
+      policy({ vms: 4, memory: 64, bridges: [], block: null }),
+    );
+    const client = createRemoteTransport({
+      host: '127.0.0.1',
+      port: petreld.port ?? 0,
+      ca: path.join(petreld.ca, 'cacert.pem'),
+      cert: Buffer.from(big.chain.map((c) => c.toString('pem')).join('\n')),
+      key: Buffer.from(await exportPrivateKey(big.key)),
+    });
+    const answer = await client.request(name('vm'), await create('vm'));
+    expect(answer).toMatchObject({ ok: false, error: { code: 'E_CLIENT_AUTH' } });
+    expect(petreld.logs.find((l) => l.event === 'tls.refused')).toMatchObject({ code: 'E_TLS_POLICY' });
+    expect(petreld.logs.filter((l) => l.event === 'tls.request')).toEqual([]);
+    expect(await policies()).toEqual(policiesBefore);
+    expect(policiesBefore).not.toContain('alice:');
+    expect(await readFile(petreld.stateFile)).toEqual(before);
+  });
+
+  it('larger than this host: installed (one chain serves many hosts), but the host bounds what runs', async () => {
+    // Petrel (a): policy insertion never compares with the root's policy; admission does.
+    const huge = petreld.remote('huge');
+    const hostMiB = petreld.report.report.memoryMiB;
+    const config = await canaryConfig(canaryImage, ['wait', 'vm'], { memory: hostMiB + 1 });
+    const answer = await huge.request(name('vm'), {
+      type: 'unikernel-create',
+      force: false,
+      release: '2.7',
+      config,
+    });
+    expect(said(answer)).toMatch(/^Failure: maximum allowed memory .* \(policy of :\)$/);
+    expect(await policies()).toContain('huge:');
+    expect(petreld.daemon.engine.running).toEqual([]);
+  });
+});
+
+/** One TLS session presenting a leaf with any CN (the client refuses to make such leaves). */
+async function forgedLeaf(
+  petreld: Petreld,
+  by: Issuer,
+  cn: string,
+  command: Command,
+): Promise<{ frames: number }> {
+  const key = await generateKey('ed25519');
+  const leaf = await issue({
+    profile: 'command',
+    commonName: cn,
+    publicKey: key.publicKey,
+    validity: validityFor(new Date(), 300_000),
+    command,
+    issuer: by,
+  });
+  const pem = await exportPrivateKey(key);
+  return new Promise((resolve, reject) => {
+    const socket = connect({
+      host: '127.0.0.1',
+      port: petreld.port ?? 0,
+      ca: by.chain.at(-1)?.toString('pem'),
+      rejectUnauthorized: false,
+      cert: leaf.chain.map((c) => c.toString('pem')).join('\n'),
+      key: pem,
+    });
+    let frames = 0;
+    const reader = new FrameReader();
+    socket.on('data', (chunk: Buffer) => {
+      const events = reader.push(chunk);
+      if (events.ok) frames += events.value.length;
+    });
+    socket.on('error', reject);
+    socket.on('close', () => resolve({ frames }));
+  });
+}
