@@ -82,15 +82,9 @@ export interface RemoteCreator {
   create(request: RemoteCreateRequest): Promise<Result<{ readonly by: string; readonly reply: string }>>;
 }
 
-/** Until the TLS client exists (src/tls), create places and then reports that it cannot go on. */
-export const unavailableCreator: RemoteCreator = {
-  create: async (request) => ({
-    ok: false,
-    error: {
-      code: 'E_FLEET_NO_TLS_CLIENT',
-      message: `cannot create on ${request.node} (${request.address}): this petrel has no TLS client yet`,
-    },
-  }),
+/** Creates over mutual TLS with the caller's delegation (src/cli/client/remote-create.ts). */
+const tlsCreator: RemoteCreator = {
+  create: async (request) => (await import('../client/remote-create.js')).tlsCreator.create(request),
 };
 
 export function makeFleetCommand(creator: RemoteCreator): CliCommand {
@@ -139,7 +133,7 @@ export function makeFleetCommand(creator: RemoteCreator): CliCommand {
   };
 }
 
-export const fleetCommand: CliCommand = makeFleetCommand(unavailableCreator);
+export const fleetCommand: CliCommand = makeFleetCommand(tlsCreator);
 
 function usageError(io: CliIo, message: string): number {
   io.stderr(`petrel fleet: ${message}\n\n${USAGE}`);

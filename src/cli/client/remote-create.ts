@@ -1,0 +1,69 @@
+// `petrel fleet create`'s last step: create the unikernel on the node placement chose, over
+// mutual TLS with the caller's delegation (src/tls/client.ts), exactly as `petrel create --remote`.
+
+import path from 'node:path';
+import { parseNodeAddress } from '../../fleet/node.js';
+import { err, ok } from '../../resources/errors.js';
+import { parseName } from '../../resources/name.js';
+import type { RemoteCreateRequest, RemoteCreator } from '../commands/fleet.js';
+import { parseNet } from './config.js';
+import { Stop } from './shell.js';
+
+export const tlsCreator: RemoteCreator = {
+  async create(request: RemoteCreateRequest) {
+    const { ca, cert, key } = request.tls;
+    if (ca === undefined || cert === undefined || key === undefined) {
+      return err(
+        'E_FLEET_TLS',
+        'fleet create needs --tls-ca, --tls-cert and --tls-key (a delegation from petrel ca)',
+      );
+    }
+    const address = parseNodeAddress(request.address);
+    if (!address.ok) return address;
+    const colon = address.value.lastIndexOf(':');
+    const host = address.value.slice(0, colon).replace(/^\[(.*)\]$/u, '$1');
+    const port = Number(address.value.slice(colon + 1));
+    const name = parseName(request.name);
+    if (!name.ok) return name;
+    let bridges: ReturnType<typeof parseNet>[];
+    try {
+      bridges = request.nets.map(parseNet);
+    } catch (e) {
+      return err('E_FLEET_TLS', e instanceof Stop ? e.message : String(e));
+    }
+    const { createRemoteTransport } = await import('../../tls/client.js');
+    const transport = createRemoteTransport({
+      host,
+      port,
+      ca,
+      cert,
+      key,
+    });
+    const answer = await transport.request(name.value, {
+      type: 'unikernel-create',
+      force: false,
+      release: '2.7',
+      config: {
+        typ: 'solo5',
+        compressed: false,
+        image: request.image,
+        startup: null,
+        addName: true,
+        failBehaviour: { kind: 'quit' },
+        cpuids: [0],
+        memory: request.memoryMiB,
+        blocks: [],
+        bridges,
+        arguments: request.args,
+        cpus: request.cpus,
+        linuxBootPartition: null,
+      },
+    });
+    if (!answer.ok) return answer;
+    if (answer.value.kind === 'failure')
+      return err('E_FLEET_REFUSED', `${request.node}: ${answer.value.message}`);
+    const reply = answer.value.reply.type === 'string' ? answer.value.reply.text : answer.value.reply.type;
+    // The delegation's file is named after its path (`petrel ca delegate alice` writes alice.pem).
+    return ok({ by: path.basename(cert, '.pem'), reply });
+  },
+};
