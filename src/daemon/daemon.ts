@@ -8,9 +8,7 @@ import type { Logger } from 'pino';
 import { ConsoleHub } from '../console/hub.js';
 import { Engine } from '../engine/engine.js';
 import { createHost } from '../engine/host.js';
-import { openDb } from '../fleet/db.js';
-import { Registry } from '../fleet/registry.js';
-import { createReporter, type FleetReporter } from '../fleet/reporter.js';
+import type { FleetReporter } from '../fleet/reporter.js';
 import { writeFileAtomic } from '../host/files.js';
 import { err, ok, type PetrelError, type Result } from '../resources/errors.js';
 import { MAX_VMS, makePolicy, type Policy } from '../resources/policy.js';
@@ -18,10 +16,10 @@ import * as T from '../resources/tree.js';
 import { createStatsService } from '../stats/service.js';
 import { bundledNativePath } from '../tender/lookup.js';
 import { type CapabilityReport, type ProbeOptions, probeHost } from '../tender/probe.js';
-import { createTlsEndpoint, type TlsEndpoint } from '../tls/endpoint.js';
+import type { TlsEndpoint } from '../tls/endpoint.js';
 import { type CanaryResult, runCanary } from './canary.js';
 import type { PetrelConfig, Runtime } from './config.js';
-import { createMetrics, type Metrics } from './metrics.js';
+import type { Metrics } from './metrics.js';
 import { type CheckResult, preflight, preflightError, probeOptions } from './preflight.js';
 import { type LocalSockets, listenLocalSockets } from './sockets.js';
 
@@ -174,6 +172,8 @@ export function createDaemon(options: DaemonOptions): Daemon {
 
     let metricsAddress: StartReport['metrics'] = null;
     if (config.metricsListen !== null) {
+      // Optional parts are loaded only when configured: they cost start-up time otherwise.
+      const { createMetrics } = await import('./metrics.js');
       metrics = createMetrics(engine);
       const address = await metrics.listen(config.metricsListen.host, config.metricsListen.port);
       metricsAddress = { address: address.address, port: address.port };
@@ -254,6 +254,7 @@ async function openTls(config: PetrelConfig, log: Logger): Promise<Result<TlsEnd
   const [ca, cert, key] = await Promise.all(
     [config.tlsCa, config.tlsCert, config.tlsKey].map((f) => readFile(f)),
   );
+  const { createTlsEndpoint } = await import('../tls/endpoint.js');
   const endpoint = createTlsEndpoint({
     ca: ca as Buffer,
     cert: cert as Buffer,
@@ -291,6 +292,11 @@ async function joinFleet(
   }
   const port = config.nodeAddress === null && tls !== null ? tls.port : endpoint.port;
   const host = endpoint.host.includes(':') ? `[${endpoint.host}]` : endpoint.host;
+  const [{ openDb }, { Registry }, { createReporter }] = await Promise.all([
+    import('../fleet/db.js'),
+    import('../fleet/registry.js'),
+    import('../fleet/reporter.js'),
+  ]);
   const pool = openDb(config.fleetDb as string, { applicationName: `petreld ${config.nodeId}` });
   const reporter = createReporter({
     registry: new Registry(pool),
