@@ -17,6 +17,8 @@
 import { webcrypto } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { connect, type TLSSocket } from 'node:tls';
+import { ok, type Result } from '../resources/errors.js';
+import { type Name, type Path, pathName, printName, printPath, relativeTo } from '../resources/name.js';
 import type {
   Answer,
   Stream,
@@ -24,9 +26,7 @@ import type {
   Transport,
   TransportError,
   TransportErrorCode,
-} from '../cli/client/transport.js';
-import { ok, type Result } from '../resources/errors.js';
-import { type Name, type Path, pathName, printName, printPath, relativeTo } from '../resources/name.js';
+} from '../wire/exchange.js';
 import { DEFAULT_MAX_FRAME, decodeWire, END_OF_STREAM, frame } from '../wire/index.js';
 import type { Command } from '../wire/types.js';
 import { checkValidity, decodeDer } from './certs.js';

@@ -5,12 +5,12 @@
 import { createServer } from 'node:net';
 import pino from 'pino';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
-import type { Transport } from '../../src/cli/client/transport.js';
 import { printName } from '../../src/resources/name.js';
 import { createRemoteTransport, type RemoteTransportOptions } from '../../src/tls/client.js';
 import { createTlsEndpoint } from '../../src/tls/endpoint.js';
 import { exportPrivateKey, generateKey } from '../../src/tls/keys.js';
 import { days, type Issuer, issue, validityFor } from '../../src/tls/pki.js';
+import type { Transport } from '../../src/wire/exchange.js';
 import type { Command } from '../../src/wire/types.js';
 import { FakePetreld, type Received } from './fake-petreld.js';
 import { DESTROY, delegate, expired, INFO, name, policy, rootCa } from './helpers.js';

@@ -1,66 +1,29 @@
-// How the `petrel` client reaches a petreld: the Transport interface every subcommand uses, and
-// its local implementation over the unix sockets (semantics §2.1: the command picks the socket).
+// The `petrel` client's local transport: the Transport of src/wire/exchange.ts over petreld's
+// unix sockets (semantics §2.1: the command picks the socket).
 
 import { connect, type Socket } from 'node:net';
-import type { PetrelError, Result } from '../../resources/errors.js';
+import type { Result } from '../../resources/errors.js';
 import { SocketChannel } from '../../tls/channel.js';
+import type {
+  Answer,
+  StreamEvent,
+  Transport,
+  TransportError,
+  TransportErrorCode,
+} from '../../wire/exchange.js';
 import { DEFAULT_MAX_FRAME, END_OF_STREAM, frame } from '../../wire/framing.js';
 import { decodeWire, encodeWire } from '../../wire/message.js';
-import type { Command, Data, Name, Reply } from '../../wire/types.js';
+import type { Command, Name } from '../../wire/types.js';
 import { WIRE_VERSION } from '../../wire/types.js';
 
-/**
- * Why an exchange did not produce an answer; each code is one exit status of `petrel`
- * (src/cli/client/exit.ts). A remote transport reports TLS trouble with the same codes.
- */
-export type TransportErrorCode =
-  /** Nothing listens where we looked (socket missing, refused, not permitted; host unreachable). */
-  | 'E_CLIENT_CONNECT'
-  /** Connected, but the exchange broke: closed without a reply, an undecodable or unexpected frame. */
-  | 'E_CLIENT_PROTOCOL'
-  /** TLS: the server refused our certificate, or we refused the server's. */
-  | 'E_CLIENT_AUTH'
-  /** This petrel cannot do what was asked (remote mode without a TLS client). */
-  | 'E_CLIENT_UNSUPPORTED';
-
-export type TransportError = PetrelError<TransportErrorCode>;
-
-/** The first answer to a command: Success or Failure (wire §4.9). */
-export type Answer =
-  | { readonly kind: 'reply'; readonly reply: Reply }
-  | { readonly kind: 'failure'; readonly message: string };
-
-/** What follows the first answer in the Read and Dump modes, until the server closes. */
-export type StreamEvent =
-  /** `name` is the header's: the full name for console lines, relative to the subscription for stats. */
-  | { readonly kind: 'data'; readonly name: Name; readonly data: Data }
-  /** A Failure after data (a block dump that broke in the middle). */
-  | { readonly kind: 'failure'; readonly message: string }
-  /** The connection broke or carried something that is not data; nothing follows. */
-  | { readonly kind: 'broken'; readonly error: TransportError };
-
-export interface Stream {
-  readonly answer: Answer;
-  /** Ends when the server closes the connection (after close(), soon). */
-  readonly events: AsyncIterable<StreamEvent>;
-  /** Ends the exchange from our side: unsubscribes a console or statistics subscriber. */
-  close(): void;
-}
-
-export interface Transport {
-  /**
-   * Single mode: one command, one answer. `input` chunks are streamed after the command as raw
-   * frames ended by a zero-length frame (block set [7]); sending stops early if the server
-   * answers before the stream is complete.
-   */
-  request(
-    name: Name,
-    command: Command,
-    input?: AsyncIterable<Uint8Array>,
-  ): Promise<Result<Answer, TransportError>>;
-  /** Read and Dump modes (console and stats subscribe, block dump): the answer, then events. */
-  stream(name: Name, command: Command): Promise<Result<Stream, TransportError>>;
-}
+export type {
+  Answer,
+  Stream,
+  StreamEvent,
+  Transport,
+  TransportError,
+  TransportErrorCode,
+} from '../../wire/exchange.js';
 
 export interface LocalSockets {
   readonly engine: string;
