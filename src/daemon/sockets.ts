@@ -12,6 +12,7 @@ import type { Engine, EngineResponse } from '../engine/engine.js';
 import { TEXT } from '../engine/replies.js';
 import type { Label, Name } from '../resources/name.js';
 import { printName } from '../resources/name.js';
+import type { StatsService } from '../stats/service.js';
 import { DEFAULT_MAX_FRAME, type FrameEvent, frameHeader, readFrames } from '../wire/framing.js';
 import { decodeWire, encodeWire } from '../wire/message.js';
 import { consoleLine } from '../wire/shapes.js';
@@ -19,11 +20,6 @@ import type { Header, Payload, Wire } from '../wire/types.js';
 import { WIRE_VERSION } from '../wire/types.js';
 
 export const SOCKET_NAMES = { engine: 'vmmd.sock', console: 'console.sock', stats: 'stat.sock' } as const;
-
-export interface StatsService {
-  /** Serves one `stats subscribe` connection until it closes. */
-  subscribe(header: Header, socket: Socket, sendFrame: (wire: Wire) => boolean): void;
-}
 
 export interface SocketOptions {
   readonly runDir: string;

@@ -9,7 +9,6 @@
 // 4. The last listener leaving stops the timer: nobody listening means nothing is read.
 
 import type { Socket } from 'node:net';
-import type { StatsService } from '../daemon/sockets.js';
 import {
   isPrefix,
   type Name,
@@ -46,6 +45,12 @@ export interface StatsSource {
 export interface StatsLog {
   warn(fields: Record<string, unknown>, message: string): void;
   debug(fields: Record<string, unknown>, message: string): void;
+}
+
+/** What the statistics socket (src/daemon/sockets.ts) needs: serve one `stats subscribe`. */
+export interface StatsService {
+  /** Serves one `stats subscribe` connection until it closes. */
+  subscribe(header: Header, socket: Socket, sendFrame: (wire: Wire) => boolean): void;
 }
 
 export interface StatsServiceOptions {
