@@ -19,20 +19,14 @@ import { readFile } from 'node:fs/promises';
 import { connect, type TLSSocket } from 'node:tls';
 import { ok, type Result } from '../resources/errors.js';
 import { type Name, type Path, pathName, printName, printPath, relativeTo } from '../resources/name.js';
-import type {
-  Answer,
-  Stream,
-  StreamEvent,
-  Transport,
-  TransportError,
-  TransportErrorCode,
-} from '../wire/exchange.js';
-import { DEFAULT_MAX_FRAME, decodeWire, END_OF_STREAM, frame } from '../wire/index.js';
+import type { Answer, Stream, Transport, TransportError, TransportErrorCode } from '../wire/exchange.js';
+import { DEFAULT_MAX_FRAME } from '../wire/index.js';
 import type { Command } from '../wire/types.js';
 import { checkValidity, decodeDer } from './certs.js';
 import { loadTrustAnchor, verifyClientChain } from './chain.js';
 import { SocketChannel } from './channel.js';
 import { describeError } from './errors.js';
+import { firstAnswer, openStream, sendChunks, streamEvents } from './exchange.js';
 import { delegationOf } from './identity.js';
 import { exportPrivateKey, generateKey, importPrivateKey, type KeyPair, type KeyType } from './keys.js';
 import { type Issuer, issueCommandLeaf } from './pki.js';
@@ -77,9 +71,6 @@ const fail = (code: TransportErrorCode, message: string): Failed => ({ ok: false
 
 /** The endpoint's final Failure when petreld closed a subscription (§14.3 step 6). */
 const SUBSCRIPTION_CLOSED = 'exception while reading from fd';
-/** After close(), how long the server gets to close its side before the socket is destroyed. */
-const CLOSE_GRACE_MS = 2_000;
-
 export function createRemoteTransport(options: RemoteTransportOptions): Transport {
   let material: Promise<Result<Material, TransportError>> | null = null;
   const where = `${options.host.includes(':') ? `[${options.host}]` : options.host}:${options.port}`;
@@ -113,16 +104,15 @@ export function createRemoteTransport(options: RemoteTransportOptions): Transpor
       const opened = await open(name, command);
       if (!opened.ok) return opened;
       const session = opened.value;
+      let complete = true;
       try {
-        let answered = false;
-        const answer = session.firstAnswer().finally(() => {
-          answered = true;
-        });
-        await session.sendImage(() => answered);
-        if (input !== undefined) await session.sendChunks(input, () => answered);
+        const answer = session.firstAnswer();
+        complete = await session.sendImage(answer);
+        if (complete && input !== undefined) complete = await sendChunks(session.channel, input, answer);
         return await answer;
       } finally {
-        session.channel.end();
+        if (complete) session.channel.end();
+        else session.channel.destroy();
       }
     },
 
@@ -166,92 +156,28 @@ class Session {
     this.#image = image;
   }
 
-  /** The image of a create as raw chunks and the zero chunk; stops when the server has answered. */
-  async sendImage(stop: () => boolean): Promise<void> {
+  /** The image of a create as raw chunks and the zero chunk, until the server has answered. */
+  sendImage(answered: Promise<unknown>): Promise<boolean> {
     const image = this.#image;
-    if (image === null) return;
+    if (image === null) return Promise.resolve(true);
     const size = this.#options.chunkBytes ?? 64 * 1024;
-    for (let at = 0; at < image.length; at += size) {
-      if (stop() || !(await this.channel.write(frame(image.subarray(at, at + size))))) return;
+    async function* chunks() {
+      for (let at = 0; at < (image as Uint8Array).length; at += size)
+        yield (image as Uint8Array).subarray(at, at + size);
     }
-    if (!stop()) await this.channel.write(END_OF_STREAM);
+    return sendChunks(this.channel, chunks(), answered);
   }
 
-  /** `input` as raw chunks and the zero chunk (block set); stops when the server has answered. */
-  async sendChunks(input: AsyncIterable<Uint8Array>, stop: () => boolean): Promise<void> {
-    for await (const chunk of input) {
-      if (stop()) return;
-      if (chunk.length === 0) continue;
-      if (!(await this.channel.write(frame(chunk)))) return;
-    }
-    if (!stop()) await this.channel.write(END_OF_STREAM);
-  }
-
-  async firstAnswer(): Promise<Result<Answer, TransportError>> {
-    const next = await this.#next();
-    if (next.kind === 'closed') return { ok: false, error: this.#closedWithoutReply() };
-    if (next.kind === 'broken') return fail('E_CLIENT_PROTOCOL', next.error);
-    const { payload } = next.wire;
-    if (payload.kind === 'reply') return ok({ kind: 'reply', reply: payload.reply });
-    if (payload.kind === 'failure') return ok({ kind: 'failure', message: payload.message });
-    return fail('E_CLIENT_PROTOCOL', `${this.#where} answered with ${payload.kind} instead of a reply`);
+  firstAnswer(): Promise<Result<Answer, TransportError>> {
+    return firstAnswer(this.channel, this.#where, () => this.#closedWithoutReply());
   }
 
   asStream(answer: Answer): Stream {
-    let closing = false;
-    const channel = this.channel;
-    return {
-      answer,
-      events: this.#events(),
-      close() {
-        if (closing) return;
-        closing = true;
-        channel.end();
-        const timer = setTimeout(() => channel.destroy(), CLOSE_GRACE_MS);
-        timer.unref();
-        void channel.closed.then(() => clearTimeout(timer));
-      },
-    };
-  }
-
-  async *#events(): AsyncGenerator<StreamEvent> {
+    // Locally a subscription just ends when petreld closes it; the endpoint says so with a final
+    // Failure. Both end the same way here.
     const subscription = replyMode(this.#command) === 'read';
-    for (;;) {
-      const next = await this.#next();
-      if (next.kind === 'closed') return;
-      if (next.kind === 'broken') {
-        yield { kind: 'broken', error: { code: 'E_CLIENT_PROTOCOL', message: next.error } };
-        return;
-      }
-      const { header, payload } = next.wire;
-      if (payload.kind === 'data') yield { kind: 'data', name: header.name, data: payload.data };
-      else if (payload.kind === 'failure') {
-        // Locally a subscription just ends when petreld closes it; the endpoint says so with this
-        // Failure as its final reply. Both end the same way here.
-        if (subscription && payload.message === SUBSCRIPTION_CLOSED) return;
-        yield { kind: 'failure', message: payload.message };
-      } else {
-        const message = `${this.#where} sent ${payload.kind} in the middle of a stream`;
-        yield { kind: 'broken', error: { code: 'E_CLIENT_PROTOCOL', message } };
-        return;
-      }
-    }
-  }
-
-  async #next() {
-    const event = await this.channel.next();
-    if (event.kind === 'closed') return { kind: 'closed' } as const;
-    if (event.kind === 'refused') return { kind: 'broken', error: event.error.message } as const;
-    if (event.kind === 'end')
-      return { kind: 'broken', error: `${this.#where} sent an end-of-stream frame` } as const;
-    const wire = decodeWire(event.payload);
-    if (!wire.ok) {
-      return {
-        kind: 'broken',
-        error: `undecodable message from ${this.#where}: ${wire.error.message}`,
-      } as const;
-    }
-    return { kind: 'message', wire: wire.value } as const;
+    const events = streamEvents(this.channel, this.#where, (m) => subscription && m === SUBSCRIPTION_CLOSED);
+    return openStream(this.channel, answer, events);
   }
 
   #closedWithoutReply(): TransportError {

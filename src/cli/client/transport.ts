@@ -4,15 +4,10 @@
 import { connect, type Socket } from 'node:net';
 import type { Result } from '../../resources/errors.js';
 import { SocketChannel } from '../../tls/channel.js';
-import type {
-  Answer,
-  StreamEvent,
-  Transport,
-  TransportError,
-  TransportErrorCode,
-} from '../../wire/exchange.js';
-import { DEFAULT_MAX_FRAME, END_OF_STREAM, frame } from '../../wire/framing.js';
-import { decodeWire, encodeWire } from '../../wire/message.js';
+import { firstAnswer, openStream, sendChunks, streamEvents } from '../../tls/exchange.js';
+import type { Transport, TransportError, TransportErrorCode } from '../../wire/exchange.js';
+import { DEFAULT_MAX_FRAME, frame } from '../../wire/framing.js';
+import { encodeWire } from '../../wire/message.js';
 import type { Command, Name } from '../../wire/types.js';
 import { WIRE_VERSION } from '../../wire/types.js';
 
@@ -80,81 +75,10 @@ function commandBytes(name: Name, command: Command): Result<Uint8Array, Transpor
   return { ok: true, value: frame(bytes.value) };
 }
 
-/** The next message of the exchange as a wire value, or why there is none. */
-async function nextMessage(channel: SocketChannel) {
-  const event = await channel.next();
-  if (event.kind === 'closed') return { kind: 'closed' } as const;
-  if (event.kind === 'refused') return { kind: 'broken', error: event.error.message } as const;
-  if (event.kind === 'end') return { kind: 'broken', error: 'petreld sent an end-of-stream frame' } as const;
-  const wire = decodeWire(event.payload);
-  if (!wire.ok)
-    return { kind: 'broken', error: `undecodable message from petreld: ${wire.error.message}` } as const;
-  return { kind: 'message', wire: wire.value } as const;
-}
-
-async function firstAnswer(channel: SocketChannel, path: string): Promise<Result<Answer, TransportError>> {
-  const next = await nextMessage(channel);
-  if (next.kind === 'closed') {
-    return transportError('E_CLIENT_PROTOCOL', `${path} closed the connection without answering`);
-  }
-  if (next.kind === 'broken') return transportError('E_CLIENT_PROTOCOL', next.error);
-  const { payload } = next.wire;
-  if (payload.kind === 'reply') return { ok: true, value: { kind: 'reply', reply: payload.reply } };
-  if (payload.kind === 'failure') return { ok: true, value: { kind: 'failure', message: payload.message } };
-  return transportError('E_CLIENT_PROTOCOL', `petreld answered with ${payload.kind} instead of a reply`);
-}
-
-/**
- * Sends `input` as raw frames until it ends or the server answers (it may refuse before reading
- * the stream, and then stops reading: a write would never complete). True when all was sent.
- */
-async function sendChunks(
-  channel: SocketChannel,
-  input: AsyncIterable<Uint8Array>,
-  answered: Promise<unknown>,
-): Promise<boolean> {
-  const stop = answered.then(() => null);
-  const pieces = input[Symbol.asyncIterator]();
-  try {
-    for (;;) {
-      const next = await Promise.race([pieces.next(), stop]);
-      if (next === null) {
-        // Not awaited: a source such as a terminal may never produce its next piece.
-        void pieces.return?.();
-        return false;
-      }
-      if (next.done === true) break;
-      if (next.value.length === 0) continue;
-      if ((await Promise.race([channel.write(frame(next.value)), stop])) !== true) return false;
-    }
-  } catch (e) {
-    void pieces.return?.();
-    throw e;
-  }
-  return (await Promise.race([channel.write(END_OF_STREAM), stop])) === true;
-}
-
-/** After close(), how long the server gets to close its side before the socket is destroyed. */
-const CLOSE_GRACE_MS = 2_000;
-
-async function* streamEvents(channel: SocketChannel): AsyncGenerator<StreamEvent> {
-  for (;;) {
-    const next = await nextMessage(channel);
-    if (next.kind === 'closed') return;
-    if (next.kind === 'broken') {
-      yield { kind: 'broken', error: { code: 'E_CLIENT_PROTOCOL', message: next.error } };
-      return;
-    }
-    const { header, payload } = next.wire;
-    if (payload.kind === 'data') yield { kind: 'data', name: header.name, data: payload.data };
-    else if (payload.kind === 'failure') yield { kind: 'failure', message: payload.message };
-    else {
-      const message = `petreld sent ${payload.kind} in the middle of a stream`;
-      yield { kind: 'broken', error: { code: 'E_CLIENT_PROTOCOL', message } };
-      return;
-    }
-  }
-}
+const closedWithoutAnswer = (path: string): TransportError => ({
+  code: 'E_CLIENT_PROTOCOL',
+  message: `${path} closed the connection without answering`,
+});
 
 /** The local transport: `sockets` as petreld lays them out, or one socket for everything (--socket). */
 export function createLocalTransport(
@@ -184,7 +108,7 @@ export function createLocalTransport(
       const { channel, path } = opened.value;
       let complete = true;
       try {
-        const answer = firstAnswer(channel, path);
+        const answer = firstAnswer(channel, path, () => closedWithoutAnswer(path));
         if (input !== undefined) complete = await sendChunks(channel, input, answer);
         return await answer;
       } finally {
@@ -199,27 +123,12 @@ export function createLocalTransport(
       const opened = await open(name, command);
       if (!opened.ok) return opened;
       const { channel, path } = opened.value;
-      const answer = await firstAnswer(channel, path);
+      const answer = await firstAnswer(channel, path, () => closedWithoutAnswer(path));
       if (!answer.ok) {
         channel.destroy();
         return answer;
       }
-      let closing = false;
-      return {
-        ok: true,
-        value: {
-          answer: answer.value,
-          events: streamEvents(channel),
-          close() {
-            if (closing) return;
-            closing = true;
-            channel.end();
-            const timer = setTimeout(() => channel.destroy(), CLOSE_GRACE_MS);
-            timer.unref();
-            void channel.closed.then(() => clearTimeout(timer));
-          },
-        },
-      };
+      return { ok: true, value: openStream(channel, answer.value, streamEvents(channel, 'petreld')) };
     },
   };
 }
