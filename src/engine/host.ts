@@ -86,6 +86,8 @@ export interface HostOptions {
 }
 
 const MIB = 1024 * 1024;
+/** How long a tender lookup is reused before the candidates are walked again (ms). */
+const LOOKUP_TTL_MS = 5_000;
 
 export function createHost(options: HostOptions): EngineHost {
   const net: NetOptions & { prefix: string } =
@@ -94,6 +96,7 @@ export function createHost(options: HostOptions): EngineHost {
       : { prefix: options.tapPrefix, netns: options.netns };
   const versions = new TenderVersionCache();
   const fifos = new FifoPool(options.runDir);
+  const lookups = new Map<string, { path: string; at: number }>();
   const statePath = path.join(options.stateDir, 'state');
 
   return {
@@ -111,16 +114,32 @@ export function createHost(options: HostOptions): EngineHost {
     checkBridges: (bridges) => checkBridges(bridges, net),
 
     async findTender(kind, abiVersion) {
-      const explicit = options.tenders?.[kind];
-      const found = await findTender({
-        kind,
-        abiVersion,
-        stateDir: options.stateDir,
-        ...(explicit === undefined ? {} : { explicit }),
-      });
-      if (!found.ok) return found;
-      const checked = await checkTenderAbi(found.value, abiVersion, versions);
-      return checked.ok ? ok(found.value) : checked;
+      // The walk over the candidates costs a handful of stats per create; its result is kept
+      // for a few seconds (a tender installed meanwhile is found after that), and the
+      // --version check still runs against the file as it is now.
+      const key = `${kind}:${abiVersion}`;
+      const cached = lookups.get(key);
+      let path: string;
+      if (cached !== undefined && Date.now() - cached.at < LOOKUP_TTL_MS) {
+        path = cached.path;
+      } else {
+        const explicit = options.tenders?.[kind];
+        const found = await findTender({
+          kind,
+          abiVersion,
+          stateDir: options.stateDir,
+          ...(explicit === undefined ? {} : { explicit }),
+        });
+        if (!found.ok) return found;
+        path = found.value;
+      }
+      const checked = await checkTenderAbi(path, abiVersion, versions);
+      if (!checked.ok) {
+        lookups.delete(key);
+        return checked;
+      }
+      lookups.set(key, { path, at: cached?.path === path ? cached.at : Date.now() });
+      return ok(path);
     },
 
     writeImage: (name, image) => writeImage(options.runDir, name, image),
