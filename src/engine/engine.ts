@@ -600,7 +600,8 @@ export class Engine {
     if (!dirs.ok) return dirs;
     const blocks = await this.#host.scanBlocks();
     if (!blocks.ok) return blocks;
-    for (const block of blocks.value) {
+    for (const line of blocks.value.recovered) this.#log.info({ leftover: line }, 'start-up cleanup');
+    for (const block of blocks.value.blocks) {
       const added = T.addBlock(this.#tree, block.name, block.sizeMiB);
       if (added.ok) this.#tree = added.value;
     }

@@ -11,7 +11,9 @@ import { FifoPool, listFifos, makeFifo, removeFifoAt, SPARE_PREFIX } from '../ho
 import {
   createBlockFile,
   ioError,
+  recoverBlockDirectory,
   removeBlockFile,
+  removeTemporaryFiles,
   replaceKeepingBackup,
   unlinkIfPresent,
   writeFileAtomic,
@@ -61,15 +63,21 @@ export interface EngineHost {
   ): HostResult<void>;
   /** A block device's content in 4096-byte pieces, deflated at `level` when level > 0. */
   readBlockData(name: Name, level: number): AsyncIterable<Uint8Array>;
-  /** Block devices found in `<state-dir>/block` (files that are whole MiB and named by a Name). */
-  scanBlocks(): HostResult<{ name: Name; sizeMiB: number }[]>;
+  /**
+   * Block devices found in `<state-dir>/block` (files that are whole MiB and named by a Name),
+   * after putting back a block file whose removal a crash interrupted (`recovered` says so).
+   */
+  scanBlocks(): HostResult<{ blocks: { name: Name; sizeMiB: number }[]; recovered: string[] }>;
   /** Replaces the state file atomically, keeping the previous one as `state.bak`. */
   writeState(bytes: Uint8Array): HostResult<void>;
   /** The state file, or null when there is none. */
   readState(): HostResult<Uint8Array | null>;
   /** Copies the state file to `state.started` (kept whatever happens at this start). */
   keepStartedCopy(bytes: Uint8Array): HostResult<void>;
-  /** Removes what a previous run left behind (Petrel (e)); returns what it did, for the log. */
+  /**
+   * Removes what a previous run left behind (Petrel (e)) and puts back a block file whose
+   * removal a crash interrupted; returns what it did, for the log.
+   */
   cleanLeftovers(): HostResult<string[]>;
 }
 
@@ -173,12 +181,15 @@ export function createHost(options: HostOptions): EngineHost {
     readBlockData: (name, level) => readBlockData(options.stateDir, name, level),
 
     async scanBlocks() {
+      const recovered = await recoverBlockDirectory(options.stateDir);
+      if (!recovered.ok) return recovered;
       const dir = blockDir(options.stateDir);
       let files: string[];
       try {
         files = await readdir(dir);
       } catch (cause) {
-        if ((cause as NodeJS.ErrnoException).code === 'ENOENT') return ok([]);
+        if ((cause as NodeJS.ErrnoException).code === 'ENOENT')
+          return ok({ blocks: [], recovered: recovered.value });
         return { ok: false, error: ioError('readdir', dir, cause) };
       }
       const found: { name: Name; sizeMiB: number }[] = [];
@@ -190,7 +201,7 @@ export function createHost(options: HostOptions): EngineHost {
           found.push({ name: name.value, sizeMiB: info.size / MIB });
         }
       }
-      return ok(found);
+      return ok({ blocks: found, recovered: recovered.value });
     },
 
     writeState: (bytes) => replaceKeepingBackup(statePath, path.join(options.stateDir, 'state.bak'), bytes),
@@ -204,6 +215,11 @@ export function createHost(options: HostOptions): EngineHost {
 
     async cleanLeftovers() {
       const done: string[] = [];
+      for (const dir of [options.runDir, options.stateDir]) {
+        const removed = await removeTemporaryFiles(dir);
+        if (!removed.ok) return removed;
+        done.push(...removed.value);
+      }
       const records = await readPidRecords(options.runDir);
       if (!records.ok) return records;
       for (const record of records.value.records) {

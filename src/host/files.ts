@@ -2,7 +2,17 @@
 // without following symlinks, and every change handed back with its undo.
 
 import { randomBytes } from 'node:crypto';
-import { constants, type FileHandle, link, lstat, mkdir, open, rename, unlink } from 'node:fs/promises';
+import {
+  constants,
+  type FileHandle,
+  link,
+  lstat,
+  mkdir,
+  open,
+  readdir,
+  rename,
+  unlink,
+} from 'node:fs/promises';
 import path from 'node:path';
 import { err, ok, type PetrelError, PetrelException, type Result } from '../resources/errors.js';
 import type { Name } from '../resources/name.js';
@@ -307,4 +317,60 @@ export async function replaceKeepingBackup(
     if ((cause as NodeJS.ErrnoException).code !== 'ENOENT') return fail(ioError('link', backup, cause));
   }
   return replaceAtomically(file, data, 0o600);
+}
+
+/**
+ * After a crash: a block file set aside by `removeBlockFile` whose removal was never committed
+ * (the original name is free) is put back; other set-aside and temporary files in the block
+ * directory are deleted. Returns what it did, for the log.
+ */
+export async function recoverBlockDirectory(stateDir: string): Promise<Result<string[], FileError>> {
+  const dir = blockDir(stateDir);
+  let entries: string[];
+  try {
+    entries = await readdir(dir);
+  } catch (cause) {
+    if ((cause as NodeJS.ErrnoException).code === 'ENOENT') return ok([]);
+    return fail(ioError('readdir', dir, cause));
+  }
+  const done: string[] = [];
+  const aside = new RegExp(`^${TRASH_PREFIX}(.+)\\.\\d+-[0-9a-f]{12}$`, 'u');
+  for (const entry of entries.filter(isTemporaryFileName)) {
+    const file = path.join(dir, entry);
+    const original = aside.exec(entry)?.[1];
+    try {
+      if (original !== undefined && !entries.includes(original)) {
+        await rename(file, path.join(dir, original));
+        entries.push(original);
+        done.push(`restored block ${original}, whose removal a crash interrupted`);
+      } else {
+        await unlinkIfPresent(file);
+        done.push(`removed leftover ${entry}`);
+      }
+    } catch (cause) {
+      return fail(ioError('recover', file, cause));
+    }
+  }
+  return ok(done);
+}
+
+/** Deletes temporary files an interrupted atomic write left in `dir`. */
+export async function removeTemporaryFiles(dir: string): Promise<Result<string[], FileError>> {
+  let entries: string[];
+  try {
+    entries = await readdir(dir);
+  } catch (cause) {
+    if ((cause as NodeJS.ErrnoException).code === 'ENOENT') return ok([]);
+    return fail(ioError('readdir', dir, cause));
+  }
+  const done: string[] = [];
+  for (const entry of entries.filter((e) => e.includes(TEMP_MARK))) {
+    try {
+      await unlinkIfPresent(path.join(dir, entry));
+      done.push(`removed leftover ${entry}`);
+    } catch (cause) {
+      return fail(ioError('unlink', path.join(dir, entry), cause));
+    }
+  }
+  return ok(done);
 }

@@ -79,6 +79,28 @@ describe('persistence', () => {
     expect(second.engine.pidOf(name(':keep'))).not.toBe(pid);
   });
 
+  it('a block removal interrupted by a crash is undone; leftover temporary files are removed', async () => {
+    t = await makeEngine();
+    const policy = unwrap(makePolicy({ vms: 5, memory: 64, cpuids: [0], block: 10, bridges: [] }));
+    await t.run('team:', { type: 'policy-add', policy });
+    expect(replyText(await t.run('team:disk', { type: 'block-add', size: 2 }))).toBe('added block device');
+    await t.engine.shutdown();
+    // The crash: removeBlockFile had set the file aside, the removal was never confirmed.
+    const blockDir = `${t.stateDir}/block`;
+    const { rename } = await import('node:fs/promises');
+    await rename(`${blockDir}/team:disk`, `${blockDir}/~team:disk.4242-0123456789ab`);
+    await writeFile(`${blockDir}/~set.4242.1700000000000`, 'half an upload');
+    await writeFile(`${t.stateDir}/.state.petrel-tmp-4242-0123456789ab`, 'half a state file');
+    await writeFile(`${t.runDir}/.x.img.petrel-tmp-4242-0123456789ab`, 'half an image');
+
+    second = await t.reopen();
+    expect(T.findBlock(second.engine.tree, name('team:disk'))).toEqual({ size: 2, inUse: false });
+    const { readdir } = await import('node:fs/promises');
+    expect((await readdir(blockDir)).sort()).toEqual(['team:disk']);
+    expect((await readdir(t.stateDir)).filter((f) => f.includes('petrel-tmp'))).toEqual([]);
+    expect((await readdir(t.runDir)).filter((f) => f.includes('petrel-tmp'))).toEqual([]);
+  });
+
   it('an undecodable state file is fatal and names the problem', async () => {
     t = await makeEngine();
     await t.engine.shutdown();
