@@ -10,7 +10,7 @@ import type { Engine } from '../engine/engine.js';
 import type { VmName } from '../engine/prepare.js';
 import { err, ok, type PetrelError, type Result, unwrap } from '../resources/errors.js';
 import { type Label, parseLabel } from '../resources/name.js';
-import type { UnikernelConfig } from '../wire/types.js';
+import { solo5Config } from '../wire/shapes.js';
 
 /** The canary's name: root level, starting with a dot so no ordinary deployment collides. */
 export const CANARY_LABEL: Label = unwrap(parseLabel('.petrel-canary'));
@@ -81,21 +81,7 @@ export async function runCanary(
     return fail(`cannot read the canary image ${options.image}: ${(cause as Error).message}`);
   }
   const nonce = randomBytes(8).toString('hex');
-  const config: UnikernelConfig = {
-    typ: 'solo5',
-    compressed: false,
-    image,
-    startup: null,
-    addName: false,
-    failBehaviour: { kind: 'quit' },
-    cpuids: [0],
-    memory: 4,
-    blocks: [],
-    bridges: [],
-    arguments: ['wait', nonce],
-    cpus: 1,
-    linuxBootPartition: null,
-  };
+  const config = solo5Config(image, { addName: false, memory: 4, arguments: ['wait', nonce] });
   const watcher = new LineWatcher(`petrel-canary ${nonce}`);
   options.hub.subscribe(CANARY_NAME, watcher, { count: 0 });
   const started = now();

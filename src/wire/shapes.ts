@@ -25,6 +25,30 @@ import type {
   UnikernelInfoV5,
 } from './types.js';
 
+/**
+ * A 2.7 configuration for an uncompressed solo5 image with the defaults Albatross' client uses
+ * (semantics §16.1: quit on exit, CPU 0, 32 MiB, one vCPU, `--name` prepended), changed by
+ * `change`: how the boot canary, `fleet create` and tests build one.
+ */
+export function solo5Config(image: Uint8Array, change: Partial<UnikernelConfig> = {}): UnikernelConfig {
+  return {
+    typ: 'solo5',
+    compressed: false,
+    image,
+    startup: null,
+    addName: true,
+    failBehaviour: { kind: 'quit' },
+    cpuids: [0],
+    memory: 32,
+    blocks: [],
+    bridges: [],
+    arguments: null,
+    cpus: 1,
+    linuxBootPartition: null,
+    ...change,
+  };
+}
+
 /** What old shapes leave out: no startup priority, `--name` prepended, one vCPU, no boot partition. */
 const OLD_DEFAULTS = { startup: null, addName: true, cpus: 1, linuxBootPartition: null } as const;
 

@@ -12,6 +12,7 @@ import { Engine, type EngineResponse } from '../../src/engine/engine.js';
 import { createHost, type EngineHost } from '../../src/engine/host.js';
 import { unwrap } from '../../src/resources/errors.js';
 import { type Label, type Name, parseName } from '../../src/resources/name.js';
+import { solo5Config } from '../../src/wire/shapes.js';
 import type { Command, UnikernelConfig } from '../../src/wire/types.js';
 import { testTender } from './guest.js';
 
@@ -175,22 +176,7 @@ export async function canaryConfig(
   args: string[],
   change: Partial<UnikernelConfig> = {},
 ): Promise<UnikernelConfig> {
-  return {
-    typ: 'solo5',
-    compressed: false,
-    image: await readFile(image),
-    startup: null,
-    addName: false,
-    failBehaviour: { kind: 'quit' },
-    cpuids: [0],
-    memory: 4,
-    blocks: [],
-    bridges: [],
-    arguments: args,
-    cpus: 1,
-    linuxBootPartition: null,
-    ...change,
-  };
+  return solo5Config(await readFile(image), { addName: false, memory: 4, arguments: args, ...change });
 }
 
 /** Waits until the console ring of `vm` holds a line containing `text`. */

@@ -20,6 +20,7 @@ import {
   FrameReader,
   frame,
 } from '../../src/wire/index.js';
+import { solo5Config } from '../../src/wire/shapes.js';
 import type { Command, UnikernelConfig, Wire } from '../../src/wire/types.js';
 import { FakePetreld } from './fake-petreld.js';
 import {
@@ -151,21 +152,7 @@ async function expectRefused(running: Running, result: Talk, code: string): Prom
 const settle = () => new Promise((resolve) => setTimeout(resolve, 50));
 
 const createCommand = (image: Uint8Array): Command => {
-  const config: UnikernelConfig = {
-    typ: 'solo5',
-    compressed: false,
-    image,
-    startup: null,
-    addName: true,
-    failBehaviour: { kind: 'quit' },
-    cpuids: [0],
-    memory: 32,
-    blocks: [],
-    bridges: [],
-    arguments: null,
-    cpus: 1,
-    linuxBootPartition: null,
-  };
+  const config: UnikernelConfig = solo5Config(image);
   return { type: 'unikernel-create', force: false, release: '2.7', config };
 };
 

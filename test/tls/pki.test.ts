@@ -24,6 +24,7 @@ import {
 } from '../../src/tls/pki.js';
 import { x509 } from '../../src/tls/x509.js';
 import { findCertExtension } from '../../src/wire/index.js';
+import { solo5Config } from '../../src/wire/shapes.js';
 import type { Command, UnikernelConfig } from '../../src/wire/types.js';
 import { der, ders, INFO, name, policy, rootCa, VECTORS } from './helpers.js';
 
@@ -203,21 +204,7 @@ describe('signing checks', async () => {
   });
 });
 
-const config: UnikernelConfig = {
-  typ: 'solo5',
-  compressed: false,
-  image: new Uint8Array([1]),
-  startup: null,
-  addName: true,
-  failBehaviour: { kind: 'quit' },
-  cpuids: [0],
-  memory: 32,
-  blocks: [],
-  bridges: [],
-  arguments: null,
-  cpus: 1,
-  linuxBootPartition: null,
-};
+const config: UnikernelConfig = solo5Config(new Uint8Array([1]));
 
 describe('certificate requests', async () => {
   const root = await rootCa();

@@ -5,6 +5,7 @@ import path from 'node:path';
 import { parseNodeAddress } from '../../fleet/node.js';
 import { err, ok } from '../../resources/errors.js';
 import { parseName } from '../../resources/name.js';
+import { solo5Config } from '../../wire/shapes.js';
 import type { RemoteCreateRequest, RemoteCreator } from '../commands/fleet.js';
 import { parseNet } from './config.js';
 import { Stop } from './shell.js';
@@ -43,21 +44,12 @@ export const tlsCreator: RemoteCreator = {
       type: 'unikernel-create',
       force: false,
       release: '2.7',
-      config: {
-        typ: 'solo5',
-        compressed: false,
-        image: request.image,
-        startup: null,
-        addName: true,
-        failBehaviour: { kind: 'quit' },
-        cpuids: [0],
+      config: solo5Config(request.image, {
         memory: request.memoryMiB,
-        blocks: [],
         bridges,
         arguments: request.args,
         cpus: request.cpus,
-        linuxBootPartition: null,
-      },
+      }),
     });
     if (!answer.ok) return answer;
     if (answer.value.kind === 'failure')
