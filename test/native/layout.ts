@@ -52,28 +52,31 @@ export function loadedImage(image: string): Buffer {
 }
 
 /** Every value §3.5 and §3.7 fix, for a guest of memSize bytes with `entries` manifest entries. */
+/** The general-purpose registers the ABIs set to zero at entry (RDI and RSP carry values). */
+export const GENERAL_REGISTERS_BUT_RDI_RSP = [
+  'rax',
+  'rbx',
+  'rcx',
+  'rdx',
+  'rsi',
+  'rbp',
+  'r8',
+  'r9',
+  'r10',
+  'r11',
+  'r12',
+  'r13',
+  'r14',
+  'r15',
+] as const;
+
 export function initialState(
   memSize: number,
   image: string,
   entries: number,
   cmdline: string,
 ): Record<string, string> {
-  const zero = [
-    'rax',
-    'rbx',
-    'rcx',
-    'rdx',
-    'rsi',
-    'rbp',
-    'r8',
-    'r9',
-    'r10',
-    'r11',
-    'r12',
-    'r13',
-    'r14',
-    'r15',
-  ];
+  const zero = GENERAL_REGISTERS_BUT_RDI_RSP;
   return {
     cr0: '0x80010021',
     cr2: '0x0',

@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseElf } from './elf.js';
-import { hex, kernelEnd, keyValues } from './layout.js';
+import { GENERAL_REGISTERS_BUT_RDI_RSP, hex, kernelEnd, keyValues } from './layout.js';
 import { start } from './native.js';
 import {
   expectKilled,
@@ -127,23 +127,7 @@ describe('the entry state (ABI.md "Entry"), read by the guest itself', () => {
       'mft.version': '0x1',
       'mft.entries': hex(entries),
     };
-    for (const reg of [
-      'rax',
-      'rbx',
-      'rcx',
-      'rdx',
-      'rsi',
-      'rbp',
-      'r8',
-      'r9',
-      'r10',
-      'r11',
-      'r12',
-      'r13',
-      'r14',
-      'r15',
-    ])
-      expected[reg] = '0x0';
+    for (const reg of GENERAL_REGISTERS_BUT_RDI_RSP) expected[reg] = '0x0';
     for (const [key, value] of Object.entries(expected)) expect([key, got.get(key)]).toEqual([key, value]);
     expect(r.stdout).toContain('\ncmdline=regs a  b\n');
     const epoll = Number(got.get('boot.epoll_fd'));
