@@ -2,7 +2,7 @@
 // undo. The real implementation composes src/host and src/tender; tests wrap it to inject
 // failures at any step (the engine never reaches the host any other way).
 
-import { mkdir, readdir, readFile, rm, stat } from 'node:fs/promises';
+import { mkdir, readFile, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { type ConsoleReader, type LineSink, openConsoleReader } from '../console/reader.js';
 import { readBlockData, replaceBlockData } from '../host/blockdata.js';
@@ -11,6 +11,7 @@ import { FifoPool, listFifos, makeFifo, removeFifoAt, SPARE_PREFIX } from '../ho
 import {
   createBlockFile,
   ioError,
+  listDirectory,
   recoverBlockDirectory,
   removeBlockFile,
   removeTemporaryFiles,
@@ -184,16 +185,10 @@ export function createHost(options: HostOptions): EngineHost {
       const recovered = await recoverBlockDirectory(options.stateDir);
       if (!recovered.ok) return recovered;
       const dir = blockDir(options.stateDir);
-      let files: string[];
-      try {
-        files = await readdir(dir);
-      } catch (cause) {
-        if ((cause as NodeJS.ErrnoException).code === 'ENOENT')
-          return ok({ blocks: [], recovered: recovered.value });
-        return { ok: false, error: ioError('readdir', dir, cause) };
-      }
+      const files = await listDirectory(dir);
+      if (!files.ok) return files;
       const found: { name: Name; sizeMiB: number }[] = [];
-      for (const file of files) {
+      for (const file of files.value) {
         const name = parseName(file);
         if (!name.ok || name.value.label === null || printName(name.value) !== file) continue;
         const info = await stat(path.join(dir, file)).catch(() => null);
@@ -247,15 +242,9 @@ export function createHost(options: HostOptions): EngineHost {
         await rm(other, { recursive: true, force: true });
         done.push(`removed spare fifos ${path.basename(other)}`);
       }
-      let entries: string[] = [];
-      try {
-        entries = await readdir(options.runDir);
-      } catch (cause) {
-        if ((cause as NodeJS.ErrnoException).code !== 'ENOENT') {
-          return { ok: false, error: ioError('readdir', options.runDir, cause) };
-        }
-      }
-      for (const entry of entries.filter((e) => e.endsWith('.img'))) {
+      const entries = await listDirectory(options.runDir);
+      if (!entries.ok) return entries;
+      for (const entry of entries.value.filter((e) => e.endsWith('.img'))) {
         await rm(path.join(options.runDir, entry), { force: true });
         done.push(`removed image ${entry}`);
       }

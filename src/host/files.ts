@@ -326,13 +326,9 @@ export async function replaceKeepingBackup(
  */
 export async function recoverBlockDirectory(stateDir: string): Promise<Result<string[], FileError>> {
   const dir = blockDir(stateDir);
-  let entries: string[];
-  try {
-    entries = await readdir(dir);
-  } catch (cause) {
-    if ((cause as NodeJS.ErrnoException).code === 'ENOENT') return ok([]);
-    return fail(ioError('readdir', dir, cause));
-  }
+  const listed = await listDirectory(dir);
+  if (!listed.ok) return listed;
+  const entries = [...listed.value];
   const done: string[] = [];
   const aside = new RegExp(`^${TRASH_PREFIX}(.+)\\.\\d+-[0-9a-f]{12}$`, 'u');
   for (const entry of entries.filter(isTemporaryFileName)) {
@@ -356,13 +352,9 @@ export async function recoverBlockDirectory(stateDir: string): Promise<Result<st
 
 /** Deletes temporary files an interrupted atomic write left in `dir`. */
 export async function removeTemporaryFiles(dir: string): Promise<Result<string[], FileError>> {
-  let entries: string[];
-  try {
-    entries = await readdir(dir);
-  } catch (cause) {
-    if ((cause as NodeJS.ErrnoException).code === 'ENOENT') return ok([]);
-    return fail(ioError('readdir', dir, cause));
-  }
+  const listed = await listDirectory(dir);
+  if (!listed.ok) return listed;
+  const entries = [...listed.value];
   const done: string[] = [];
   for (const entry of entries.filter((e) => e.includes(TEMP_MARK))) {
     try {
@@ -373,4 +365,14 @@ export async function removeTemporaryFiles(dir: string): Promise<Result<string[]
     }
   }
   return ok(done);
+}
+
+/** The entries of `dir`; a directory that does not exist is empty. */
+export async function listDirectory(dir: string): Promise<Result<string[], FileError>> {
+  try {
+    return ok(await readdir(dir));
+  } catch (cause) {
+    if ((cause as NodeJS.ErrnoException).code === 'ENOENT') return ok([]);
+    return fail(ioError('readdir', dir, cause));
+  }
 }
