@@ -215,13 +215,13 @@ export function createHost(options: HostOptions): EngineHost {
         if (!removed.ok) return removed;
         done.push(...removed.value);
       }
-      const records = await readPidRecords(options.runDir);
+      const records = readPidRecords(options.runDir);
       if (!records.ok) return records;
       for (const record of records.value.records) {
         const stopped = await stopRecordedProcess(record, { graceMs: options.stopTimeoutMs });
         if (!stopped.ok) return stopped;
         if (stopped.value === 'stopped') done.push(`stopped leftover tender ${record.pid}`);
-        await removePidRecord(record.path);
+        removePidRecord(record.path);
       }
       const taps = await listOwnedTaps(net);
       if (!taps.ok) return taps;

@@ -2,20 +2,12 @@
 // without following symlinks, and every change handed back with its undo.
 
 import { randomBytes } from 'node:crypto';
-import {
-  constants,
-  type FileHandle,
-  link,
-  lstat,
-  mkdir,
-  open,
-  readdir,
-  rename,
-  unlink,
-} from 'node:fs/promises';
+import { unlinkSync } from 'node:fs';
+import { constants, type FileHandle, lstat, mkdir, open, readdir, rename, unlink } from 'node:fs/promises';
 import path from 'node:path';
 import { err, ok, type PetrelError, PetrelException, type Result } from '../resources/errors.js';
 import type { Name } from '../resources/name.js';
+import { type PreviousContent, type ReplaceFailure, replaceOnThread } from './file-thread.js';
 import { blockDir, blockPath, imagePath } from './paths.js';
 import type { Undoable } from './undo.js';
 
@@ -50,6 +42,11 @@ function sideName(file: string, lead: string, mark: string): string {
     path.dirname(file),
     `${lead}${base}${mark}${process.pid}-${randomBytes(6).toString('hex')}`,
   );
+}
+
+/** A temporary name beside `file` that start-up cleanup recognises as a crash's leftover. */
+export function temporaryName(file: string): string {
+  return sideName(file, '.', TEMP_MARK);
 }
 
 /** True for names this module gives its temporary and trash files. */
@@ -93,59 +90,54 @@ export async function unlinkIfPresent(file: string): Promise<void> {
   }
 }
 
-/** What is at `file` right now: absent, a regular file (with its content), or something else. */
-async function previousContent(
-  file: string,
-): Promise<Result<{ data: Buffer; mode: number } | null, FileError>> {
-  let kind: 'file' | 'symlink' | 'other';
+/** unlinkIfPresent, synchronously (for the few bytes of the run directory's records). */
+export function unlinkIfPresentSync(file: string): void {
   try {
-    const st = await lstat(file);
-    kind = st.isSymbolicLink() ? 'symlink' : st.isFile() ? 'file' : 'other';
+    unlinkSync(file);
   } catch (cause) {
-    if ((cause as NodeJS.ErrnoException).code === 'ENOENT') return ok(null);
-    return fail(ioError('lstat', file, cause));
-  }
-  if (kind === 'symlink') return err('E_HOST_SYMLINK', `refusing to replace symlink ${file}`, { path: file });
-  if (kind === 'other') return err('E_HOST_IO', `${file} exists and is not a regular file`, { path: file });
-  const handle = await openNoFollow(file, constants.O_RDONLY);
-  if (!handle.ok) return handle;
-  try {
-    const st = await handle.value.stat();
-    return ok({ data: await handle.value.readFile(), mode: st.mode & 0o7777 });
-  } catch (cause) {
-    return fail(ioError('read', file, cause));
-  } finally {
-    await handle.value.close();
+    if ((cause as NodeJS.ErrnoException).code !== 'ENOENT') throw cause;
   }
 }
 
-async function replaceAtomically(
+/** A failure of the file thread in the terms of this module. */
+function threadError(failure: ReplaceFailure): FileError {
+  if (failure.code === 'symlink') {
+    return {
+      code: 'E_HOST_SYMLINK',
+      message: `refusing to replace symlink ${failure.path}`,
+      details: { path: failure.path },
+    };
+  }
+  if (failure.code === 'not-file') {
+    return {
+      code: 'E_HOST_IO',
+      message: `${failure.path} exists and is not a regular file`,
+      details: { path: failure.path },
+    };
+  }
+  return ioError(
+    failure.step,
+    failure.path,
+    Object.assign(new Error(failure.message), { code: failure.code }),
+  );
+}
+
+/** Replaces `file` by `data` on the file thread; resolves with what it held when asked. */
+async function replace(
   file: string,
   data: Uint8Array,
-  mode: number,
-  durable = true,
-): Promise<Result<void, FileError>> {
-  const dir = path.dirname(file);
-  const temp = sideName(file, '.', TEMP_MARK);
-  const handle = await openNoFollow(temp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL, mode);
-  if (!handle.ok) return handle;
-  let step = 'write';
-  try {
-    await handle.value.writeFile(data);
-    await handle.value.chmod(mode);
-    step = 'fsync';
-    if (durable) await handle.value.sync();
-    await handle.value.close();
-    step = 'rename';
-    await rename(temp, file);
-    step = 'fsync directory of';
-    if (durable) await fsyncDir(dir);
-    return ok(undefined);
-  } catch (cause) {
-    await handle.value.close().catch(() => undefined);
-    if (step !== 'fsync directory of') await unlinkIfPresent(temp).catch(() => undefined);
-    return fail(ioError(step, step === 'rename' || step === 'fsync directory of' ? file : temp, cause));
-  }
+  options: { mode: number; durable: boolean; backup?: string; previous?: boolean },
+): Promise<Result<PreviousContent | null, FileError>> {
+  const outcome = await replaceOnThread({
+    file,
+    temp: temporaryName(file),
+    data,
+    mode: options.mode,
+    durable: options.durable,
+    backup: options.backup ?? null,
+    previous: options.previous ?? false,
+  });
+  return outcome.ok ? ok(outcome.previous) : fail(threadError(outcome.failure));
 }
 
 export interface WriteOptions {
@@ -170,18 +162,18 @@ export async function writeFileAtomic(
   data: Uint8Array,
   options: WriteOptions = {},
 ): Promise<Result<Undoable<string>, FileError>> {
-  const previous = await previousContent(file);
-  if (!previous.ok) return previous;
-  const written = await replaceAtomically(file, data, options.mode ?? 0o600, options.durable ?? true);
+  const mode = options.mode ?? 0o600;
+  const durable = options.durable ?? true;
+  const written = await replace(file, data, { mode, durable, previous: true });
   if (!written.ok) return written;
-  const before = previous.value;
+  const before = written.value;
   const undo = async (): Promise<void> => {
     if (before === null) {
       await unlinkIfPresent(file);
-      await fsyncDir(path.dirname(file));
+      if (durable) await fsyncDir(path.dirname(file));
       return;
     }
-    const restored = await replaceAtomically(file, before.data, before.mode);
+    const restored = await replace(file, before.data, { mode: before.mode, durable });
     if (!restored.ok) throw new PetrelException(restored.error);
   };
   return ok({ value: file, undo });
@@ -310,13 +302,8 @@ export async function replaceKeepingBackup(
   backup: string,
   data: Uint8Array,
 ): Promise<Result<void, FileError>> {
-  try {
-    await unlinkIfPresent(backup);
-    await link(file, backup);
-  } catch (cause) {
-    if ((cause as NodeJS.ErrnoException).code !== 'ENOENT') return fail(ioError('link', backup, cause));
-  }
-  return replaceAtomically(file, data, 0o600);
+  const written = await replace(file, data, { mode: 0o600, durable: true, backup });
+  return written.ok ? ok(undefined) : written;
 }
 
 /**

@@ -1,12 +1,26 @@
 // Tender PID records `<run-dir>/tenders/<name>` (petrel-differences (e)): pid plus the kernel's
 // process start time, so a restarted daemon stops its own leftovers and never a recycled pid.
+//
+// Every file operation here is synchronous. A record is a line of a few bytes in the run
+// directory (tmpfs on a normal host, and never fsynced: it describes processes that a crash of
+// the machine ends anyway), so each call returns in microseconds, while the asynchronous calls
+// cost a libuv thread-pool round trip each (0.5-1 ms on a virtualised host, several on every
+// create and destroy). /proc is generated in memory and never waits on a disk either.
 
-import { constants, readFileSync } from 'node:fs';
-import { mkdir, readdir } from 'node:fs/promises';
+import {
+  closeSync,
+  constants,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  writeSync,
+} from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { err, ok, type PetrelError, type Result } from '../resources/errors.js';
 import { type Name, parseName } from '../resources/name.js';
-import { type FileError, ioError, openNoFollow, unlinkIfPresent, writeFileAtomic } from './files.js';
+import { type FileError, ioError, temporaryName, unlinkIfPresentSync } from './files.js';
 import { containedPath, pidRecordPath, tendersDir } from './paths.js';
 import type { Undoable } from './undo.js';
 
@@ -28,12 +42,8 @@ interface ProcStat {
   readonly startTime: string;
 }
 
-/**
- * /proc/<pid>/stat, or null when there is no such process. Read synchronously: procfs is
- * generated in memory and never waits on a disk, while the asynchronous read took five trips
- * through the thread pool (milliseconds on a virtualised host, on every create).
- */
-async function procStat(pid: number): Promise<Result<ProcStat | null, PidRecordError>> {
+/** /proc/<pid>/stat, or null when there is no such process. */
+function procStat(pid: number): Result<ProcStat | null, PidRecordError> {
   let text: string;
   try {
     text = readFileSync(`/proc/${pid}/stat`, 'utf8');
@@ -54,8 +64,8 @@ async function procStat(pid: number): Promise<Result<ProcStat | null, PidRecordE
 }
 
 /** The start time of process `pid` (field 22 of /proc/<pid>/stat). */
-export async function processStartTime(pid: number): Promise<Result<string, PidRecordError>> {
-  const stat = await procStat(pid);
+export function processStartTime(pid: number): Result<string, PidRecordError> {
+  const stat = procStat(pid);
   if (!stat.ok) return stat;
   if (stat.value === null) return err('E_PROC', `process ${pid} does not exist`, { pid });
   return ok(stat.value.startTime);
@@ -66,50 +76,78 @@ function checkPid(pid: number): boolean {
 }
 
 /**
- * Records `pid` (with its start time, read now unless given) as the tender of `name`.
- * Undo deletes the record.
+ * Records `pid` (with its start time, read now unless given) as the tender of `name`: a
+ * temporary file renamed over the record, so a crash of petreld leaves the old record or the
+ * new one, never half of one. Undo deletes the record.
  */
-export async function writePidRecord(
+export function writePidRecord(
   runDir: string,
   name: Name,
   pid: number,
   startTime?: string,
-): Promise<Result<Undoable<PidRecord>, PidRecordError>> {
+): Result<Undoable<PidRecord>, PidRecordError> {
   if (!checkPid(pid)) return err('E_PID_RECORD', `invalid pid ${pid}`, { pid });
   const file = pidRecordPath(runDir, name);
   if (!file.ok) return file;
   let start = startTime;
   if (start === undefined) {
-    const read = await processStartTime(pid);
+    const read = processStartTime(pid);
     if (!read.ok) return read;
     start = read.value;
   }
+  const dir = tendersDir(runDir);
   try {
-    await mkdir(tendersDir(runDir), { recursive: true, mode: 0o700 });
+    mkdirSync(dir, { recursive: true, mode: 0o700 });
   } catch (cause) {
-    return { ok: false, error: ioError('mkdir', tendersDir(runDir), cause) };
+    return { ok: false, error: ioError('mkdir', dir, cause) };
   }
-  const written = await writeFileAtomic(file.value, Buffer.from(`${pid} ${start}\n`), { durable: false });
-  if (!written.ok) return written;
-  return ok({ value: { name, path: file.value, pid, startTime: start }, undo: written.value.undo });
+  const temp = temporaryName(file.value);
+  let step = 'open';
+  try {
+    const fd = openSync(
+      temp,
+      constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW,
+      0o600,
+    );
+    try {
+      step = 'write';
+      writeSync(fd, `${pid} ${start}\n`);
+    } finally {
+      closeSync(fd);
+    }
+    step = 'rename';
+    renameSync(temp, file.value);
+  } catch (cause) {
+    if (step !== 'open') unlinkIfPresentSync(temp);
+    return { ok: false, error: ioError(step, step === 'rename' ? file.value : temp, cause) };
+  }
+  const record = { name, path: file.value, pid, startTime: start };
+  return ok({
+    value: record,
+    undo: async () => {
+      const removed = removePidRecord(record.path);
+      if (!removed.ok) throw new Error(removed.error.message);
+    },
+  });
 }
 
 /** Reads one record file (the file name is the unikernel's name string). */
-export async function readPidRecordFile(file: string): Promise<Result<PidRecord, PidRecordError>> {
+export function readPidRecordFile(file: string): Result<PidRecord, PidRecordError> {
   const base = file.slice(file.lastIndexOf('/') + 1);
   const name = parseName(base);
   if (!name.ok || name.value.label === null) {
     return err('E_PID_RECORD', `PID record ${file}: file name is not a unikernel name`, { path: file });
   }
-  const handle = await openNoFollow(file, constants.O_RDONLY);
-  if (!handle.ok) return handle;
   let text: string;
   try {
-    text = await handle.value.readFile('utf8');
+    const fd = openSync(file, constants.O_RDONLY | constants.O_NOFOLLOW);
+    try {
+      text = readFileSync(fd, 'utf8');
+    } finally {
+      closeSync(fd);
+    }
   } catch (cause) {
     return { ok: false, error: ioError('read', file, cause) };
-  } finally {
-    await handle.value.close();
   }
   const match = /^(\d{1,10}) (\d{1,20})\n?$/u.exec(text);
   const pid = Number(match?.[1]);
@@ -128,11 +166,11 @@ export interface PidRecordListing {
 }
 
 /** Every record in `<run-dir>/tenders` (a missing directory holds none). */
-export async function readPidRecords(runDir: string): Promise<Result<PidRecordListing, PidRecordError>> {
+export function readPidRecords(runDir: string): Result<PidRecordListing, PidRecordError> {
   const dir = tendersDir(runDir);
   let names: string[];
   try {
-    names = (await readdir(dir)).sort();
+    names = readdirSync(dir).sort();
   } catch (cause) {
     if ((cause as NodeJS.ErrnoException).code === 'ENOENT') return ok({ records: [], invalid: [] });
     return { ok: false, error: ioError('readdir', dir, cause) };
@@ -142,7 +180,7 @@ export async function readPidRecords(runDir: string): Promise<Result<PidRecordLi
   for (const entry of names) {
     const file = containedPath(dir, entry);
     if (!file.ok) continue;
-    const record = await readPidRecordFile(file.value);
+    const record = readPidRecordFile(file.value);
     if (record.ok) records.push(record.value);
     else invalid.push({ path: file.value, error: record.error });
   }
@@ -150,9 +188,9 @@ export async function readPidRecords(runDir: string): Promise<Result<PidRecordLi
 }
 
 /** Deletes a record file (absent is fine). */
-export async function removePidRecord(file: string): Promise<Result<void, PidRecordError>> {
+export function removePidRecord(file: string): Result<void, PidRecordError> {
   try {
-    await unlinkIfPresent(file);
+    unlinkIfPresentSync(file);
     return ok(undefined);
   } catch (cause) {
     return { ok: false, error: ioError('unlink', file, cause) };
@@ -163,10 +201,10 @@ export async function removePidRecord(file: string): Promise<Result<void, PidRec
  * Whether the recorded process still runs: `alive` only if the pid exists, is not a zombie,
  * and has the recorded start time; `recycled` when the pid now belongs to another process.
  */
-export async function checkPidRecord(
+export function checkPidRecord(
   record: Pick<PidRecord, 'pid' | 'startTime'>,
-): Promise<Result<Liveness, PidRecordError>> {
-  const stat = await procStat(record.pid);
+): Result<Liveness, PidRecordError> {
+  const stat = procStat(record.pid);
   if (!stat.ok) return stat;
   if (stat.value === null) return ok('gone');
   if (stat.value.startTime !== record.startTime) return ok('recycled');
@@ -191,7 +229,7 @@ async function waitUntilNotAlive(
 ): Promise<Result<Liveness, PidRecordError>> {
   const deadline = Date.now() + ms;
   for (;;) {
-    const now = await checkPidRecord(record);
+    const now = checkPidRecord(record);
     if (!now.ok || now.value !== 'alive' || Date.now() >= deadline) return now;
     await sleep(pollMs);
   }
@@ -216,7 +254,7 @@ export async function stopRecordedProcess(
   options: StopOptions = {},
 ): Promise<Result<'stopped' | 'gone' | 'recycled', PidRecordError>> {
   const pollMs = options.pollMs ?? 20;
-  const first = await checkPidRecord(record);
+  const first = checkPidRecord(record);
   if (!first.ok) return first;
   if (first.value !== 'alive') return ok(first.value);
   signal(record.pid, 'SIGTERM');

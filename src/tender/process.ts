@@ -1,9 +1,6 @@
 // One tender process: spawned with its console on the unikernel's FIFO, recorded in a PID
 // record, stopped with SIGTERM then SIGKILL, and a shutdown promise that remembers who signalled.
 
-import { type ChildProcess, spawn } from 'node:child_process';
-import { constants } from 'node:fs';
-import { type FileHandle, lstat, open } from 'node:fs/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { defaultCommandEnv } from '../host/command.js';
 import { ioError } from '../host/files.js';
@@ -17,6 +14,7 @@ import {
 } from '../host/pidrecord.js';
 import { err, ok, type PetrelError, type Result } from '../resources/errors.js';
 import type { Name } from '../resources/name.js';
+import { type SpawnConsole, spawnChild } from './spawner.js';
 
 /** How a tender ended. `sentSignal` is the last signal Petrel sent it, so that hvt's exit 1
  * after our SIGTERM (solo5.md §1.9) is not mistaken for a failure. */
@@ -27,8 +25,8 @@ export interface TenderExit {
 }
 
 /** Where the tender's stdin, stdout and stderr go: a console FIFO (a reader must have it open)
- * or a descriptor the caller owns and keeps. */
-export type ConsoleTarget = { readonly fifo: string } | { readonly fd: number };
+ * or a file opened for appending (tests give /dev/null). */
+export type ConsoleTarget = { readonly fifo: string } | { readonly file: string };
 
 export interface SpawnOptions {
   /** The full argument vector; argv[0] is the program (`taskset`, from argv.ts). */
@@ -56,56 +54,22 @@ export interface TenderProcess {
   stop(graceMs: number): Promise<TenderExit>;
 }
 
-/**
- * Opens the FIFO's write end for the tender. A non-blocking probe first: without a reader it
- * fails at once (ENXIO) instead of blocking a thread-pool thread forever. The descriptor given
- * to the tender is then opened blocking, because the tender must never see EAGAIN (solo5.md §1.12).
- */
-async function openConsoleFifo(fifo: string): Promise<Result<FileHandle, SpawnError>> {
-  try {
-    if (!(await lstat(fifo)).isFIFO()) {
-      return err('E_TENDER_CONSOLE', `console ${fifo} is not a fifo`, { path: fifo });
-    }
-  } catch (cause) {
-    return { ok: false, error: ioError('lstat', fifo, cause) };
+/** The error for a console the spawner could not open, in the terms of the host layer. */
+function consoleError(path: string, errno: string): SpawnError {
+  if (errno === 'ENXIO') {
+    return { code: 'E_TENDER_CONSOLE', message: `nobody reads the console fifo ${path}`, details: { path } };
   }
-  const flags = constants.O_WRONLY | constants.O_APPEND | constants.O_NOFOLLOW;
-  let probe: FileHandle;
-  try {
-    probe = await open(fifo, flags | constants.O_NONBLOCK);
-  } catch (cause) {
-    if ((cause as NodeJS.ErrnoException).code === 'ENXIO') {
-      return err('E_TENDER_CONSOLE', `nobody reads the console fifo ${fifo}`, { path: fifo });
-    }
-    return { ok: false, error: ioError('open', fifo, cause) };
+  if (errno === 'ENOTSUP') {
+    return { code: 'E_TENDER_CONSOLE', message: `console ${path} is not a fifo`, details: { path } };
   }
-  try {
-    return ok(await open(fifo, flags));
-  } catch (cause) {
-    return { ok: false, error: ioError('open', fifo, cause) };
-  } finally {
-    await probe.close();
-  }
-}
-
-function started(child: ChildProcess): Promise<Result<number, SpawnError>> {
-  return new Promise((resolve) => {
-    child.once('spawn', () => resolve(ok(child.pid ?? -1)));
-    child.once('error', (cause) =>
-      resolve(
-        err('E_TENDER_SPAWN', `could not start ${child.spawnfile}: ${cause.message}`, {
-          program: child.spawnfile,
-        }),
-      ),
-    );
-  });
+  return ioError('open', path, Object.assign(new Error(errno), { code: errno }));
 }
 
 /** Deletes the record only while it still names this process (a successor may own the name). */
-async function dropRecord(record: PidRecord): Promise<void> {
-  const current = await readPidRecordFile(record.path);
+function dropRecord(record: PidRecord): void {
+  const current = readPidRecordFile(record.path);
   if (current.ok && current.value.pid === record.pid && current.value.startTime === record.startTime) {
-    await removePidRecord(record.path);
+    removePidRecord(record.path);
   }
 }
 
@@ -115,34 +79,22 @@ async function dropRecord(record: PidRecord): Promise<void> {
  * the error returned, so no unrecorded tender is left behind.
  */
 export async function spawnTender(options: SpawnOptions): Promise<Result<TenderProcess, SpawnError>> {
-  const [program, ...args] = options.argv;
+  const program = options.argv[0];
   if (program === undefined) return err('E_TENDER_SPAWN', 'empty argument vector');
-  let fifoHandle: FileHandle | null = null;
-  let fd: number;
-  if ('fifo' in options.console) {
-    const opened = await openConsoleFifo(options.console.fifo);
-    if (!opened.ok) return opened;
-    fifoHandle = opened.value;
-    fd = fifoHandle.fd;
-  } else {
-    fd = options.console.fd;
-  }
-  let child: ChildProcess;
-  try {
-    child = spawn(program, args, {
-      stdio: [fd, fd, fd],
-      env: options.env ?? defaultCommandEnv(),
-      windowsHide: true,
-    });
-  } catch (cause) {
-    await fifoHandle?.close();
-    return err('E_TENDER_SPAWN', `could not start ${program}: ${(cause as Error).message}`, { program });
-  }
+  const console: SpawnConsole =
+    'fifo' in options.console
+      ? { kind: 'fifo', path: options.console.fifo }
+      : { kind: 'file', path: options.console.file };
+  const spawned = await spawnChild({ argv: options.argv, env: options.env ?? defaultCommandEnv(), console });
   const startedAt = new Date();
-  const pid = await started(child);
-  // The child has its own copies now (or failed to start): ours must not keep the FIFO open.
-  await fifoHandle?.close();
-  if (!pid.ok) return pid;
+  if (!spawned.ok) {
+    const failure = spawned.error;
+    if ('stage' in failure && failure.stage === 'console')
+      return { ok: false, error: consoleError(console.path, failure.errno) };
+    const reason = 'stage' in failure ? failure.errno : failure.message;
+    return err('E_TENDER_SPAWN', `could not start ${program}: ${reason}`, { program });
+  }
+  const child = spawned.value;
 
   let sentSignal: TenderExit['sentSignal'] = null;
   let exited = false;
@@ -152,8 +104,7 @@ export async function spawnTender(options: SpawnOptions): Promise<Result<TenderP
       exited = true;
       resolve({ code, signal, sentSignal });
     };
-    if (child.exitCode !== null || child.signalCode !== null) done(child.exitCode, child.signalCode);
-    else child.once('exit', done);
+    void child.exit.then(({ code, signal }) => done(code, signal));
   });
   // The record step below may still be running when the tender exits; shutdown waits for it,
   // so that once shutdown resolves no record of this process is left.
@@ -161,12 +112,12 @@ export async function spawnTender(options: SpawnOptions): Promise<Result<TenderP
   const recordStep = new Promise<void>((resolve) => {
     recordSettled = resolve;
   });
-  const shutdown = Promise.all([exit, recordStep]).then(async ([status]) => {
-    if (record !== null) await dropRecord(record).catch(() => undefined);
+  const shutdown = Promise.all([exit, recordStep]).then(([status]) => {
+    if (record !== null) dropRecord(record);
     return status;
   });
 
-  const startTime = await processStartTime(pid.value);
+  const startTime = processStartTime(child.pid);
   if (options.record !== undefined && !startTime.ok && !exited) {
     recordSettled();
     child.kill('SIGKILL');
@@ -174,12 +125,7 @@ export async function spawnTender(options: SpawnOptions): Promise<Result<TenderP
     return startTime;
   }
   if (options.record !== undefined && startTime.ok) {
-    const written = await writePidRecord(
-      options.record.runDir,
-      options.record.name,
-      pid.value,
-      startTime.value,
-    );
+    const written = writePidRecord(options.record.runDir, options.record.name, child.pid, startTime.value);
     if (!written.ok) {
       recordSettled();
       child.kill('SIGKILL');
@@ -212,7 +158,7 @@ export async function spawnTender(options: SpawnOptions): Promise<Result<TenderP
   };
 
   return ok({
-    pid: pid.value,
+    pid: child.pid,
     startTime: startTime.ok ? startTime.value : null,
     startedAt,
     get record() {

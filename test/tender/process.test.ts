@@ -1,4 +1,4 @@
-import { closeSync, constants, existsSync, openSync } from 'node:fs';
+import { constants, existsSync, openSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { readdir } from 'node:fs/promises';
 import net from 'node:net';
 import path from 'node:path';
@@ -22,20 +22,15 @@ afterEach(async () => {
 });
 
 async function spawnOk(argv: string[], withRecord = false): Promise<TenderProcess> {
-  const fd = openSync('/dev/null', 'w');
-  try {
-    const tender = value(
-      await spawnTender({
-        argv,
-        console: { fd },
-        ...(withRecord ? { record: { runDir: dir, name: name('user:web') } } : {}),
-      }),
-    );
-    started.push(tender);
-    return tender;
-  } finally {
-    closeSync(fd);
-  }
+  const tender = value(
+    await spawnTender({
+      argv,
+      console: { file: '/dev/null' },
+      ...(withRecord ? { record: { runDir: dir, name: name('user:web') } } : {}),
+    }),
+  );
+  started.push(tender);
+  return tender;
 }
 
 /** Resolves once `file` exists: the child has set up its signal handling by then. */
@@ -84,14 +79,14 @@ describe('tender process', () => {
 
   it('records the tender under <run-dir>/tenders/<name> while it runs and drops the record at exit', async () => {
     const tender = await spawnOk(['sleep', '30'], true);
-    const listing = value(await readPidRecords(dir));
+    const listing = value(readPidRecords(dir));
     expect(listing.records.map((r) => [r.pid, r.startTime])).toEqual([[tender.pid, tender.startTime]]);
     const record = listing.records[0];
     if (record === undefined) throw new Error('no record');
-    expect(value(await checkPidRecord(record))).toBe('alive');
+    expect(value(checkPidRecord(record))).toBe('alive');
     await tender.stop(5_000);
     expect(await readdir(path.join(dir, 'tenders'))).toEqual([]);
-    expect(value(await checkPidRecord(record))).toBe('gone');
+    expect(value(checkPidRecord(record))).toBe('gone');
   });
 
   it('writes stdout and stderr to the console FIFO', async () => {
@@ -128,11 +123,41 @@ describe('tender process', () => {
     expect(failure(await spawnTender({ argv: ['true'], console: { fifo: missing } })).code).toBe('E_HOST_IO');
   });
 
+  it('refuses a console that is not a FIFO, or a symlink to one', async () => {
+    const file = path.join(dir, 'plain');
+    writeFileSync(file, '');
+    expect(failure(await spawnTender({ argv: ['true'], console: { fifo: file } }))).toMatchObject({
+      code: 'E_TENDER_CONSOLE',
+      message: `console ${file} is not a fifo`,
+    });
+    const fifo = value(await makeFifo(dir, name('user:web'))).value;
+    const link = path.join(dir, 'link');
+    symlinkSync(fifo, link);
+    expect(failure(await spawnTender({ argv: ['true'], console: { fifo: link } })).code).toBe(
+      'E_HOST_SYMLINK',
+    );
+  });
+
   it('reports a program that cannot start', async () => {
-    const fd = openSync('/dev/null', 'w');
-    const error = failure(await spawnTender({ argv: [path.join(dir, 'no-such-tender')], console: { fd } }));
-    closeSync(fd);
+    const missing = path.join(dir, 'no-such-tender');
+    const error = failure(await spawnTender({ argv: [missing], console: { file: '/dev/null' } }));
     expect(error.code).toBe('E_TENDER_SPAWN');
-    expect(error.message).toMatch(/ENOENT/u);
+    expect(error.message).toBe(`could not start ${missing}: ENOENT`);
+  });
+
+  it('gives the tender only the environment it is given, and finds the program on that PATH', async () => {
+    const out = path.join(dir, 'env');
+    const tender = value(
+      await spawnTender({
+        argv: ['sh', '-c', `env > '${out}'`],
+        console: { file: '/dev/null' },
+        env: { PATH: '/usr/bin:/bin', ONLY: 'this' },
+      }),
+    );
+    expect((await tender.shutdown).code).toBe(0);
+    const lines = readFileSync(out, 'utf8')
+      .split('\n')
+      .filter((l) => l !== '' && !l.startsWith('PWD=') && !l.startsWith('SHLVL=') && !l.startsWith('_='));
+    expect(lines.sort()).toEqual(['ONLY=this', 'PATH=/usr/bin:/bin']);
   });
 });
