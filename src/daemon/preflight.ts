@@ -15,6 +15,7 @@ import {
   probeHost,
   usableTender,
 } from '../tender/probe.js';
+import { spawnerProgram } from '../tender/spawner.js';
 import { keyPath, type PetrelConfig, socketPaths } from './config.js';
 
 export type CheckStatus = 'PASS' | 'FAIL' | 'WARN';
@@ -47,7 +48,7 @@ export function requiredChecks(config: PetrelConfig): ReadonlySet<string> {
   if (config.runtimes.length === 0) return required;
   if (config.runtimes.includes('hvt')) required.add('kvm').add('tenders.hvt');
   if (config.runtimes.includes('spt')) required.add('tenders.spt');
-  required.add('stateDir').add('runDir').add('sockets');
+  required.add('spawner').add('stateDir').add('runDir').add('sockets');
   for (const bridge of config.bridges) required.add(`bridges.${bridge}`);
   if (config.bridges.length > 0) required.add('tun').add('netAdmin');
   if (config.tlsListen !== null) required.add('tls');
@@ -286,6 +287,15 @@ export async function preflight(
           hint: 'choose another --state-dir',
         },
       ),
+    ),
+  );
+  const spawner = spawnerProgram();
+  results.push(
+    check(
+      'spawner',
+      spawner.ok
+        ? passed(`${spawner.value} (starts the tenders)`)
+        : failed(spawner.error.message, 'build the native parts: make -C native'),
     ),
   );
   const uid = options.uid ?? process.getuid?.() ?? 0;

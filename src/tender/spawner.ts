@@ -9,7 +9,7 @@
 // spawn starts a new helper.
 
 import { type ChildProcessByStdio, spawn } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { accessSync, constants } from 'node:fs';
 import { constants as osConstants } from 'node:os';
 import type { Readable, Writable } from 'node:stream';
 import { getSystemErrorName } from 'node:util';
@@ -243,17 +243,27 @@ class Helper {
 
 let shared: Helper | null = null;
 
+/** The bundled petrel-spawner, if it is built and executable. */
+export function spawnerProgram(): Result<string, SpawnerError> {
+  const program = bundledNativePath('petrel-spawner');
+  if (program === null) return err('E_SPAWNER', 'petrel-spawner: no package root found');
+  try {
+    accessSync(program, constants.X_OK);
+  } catch {
+    return err('E_SPAWNER', `petrel-spawner is not built at ${program} (run \`make -C native\`)`);
+  }
+  return ok(program);
+}
+
 /**
  * Starts `request.argv` through the shared petrel-spawner. Resolves with the running child, the
  * stage and errno of a failure, or E_SPAWNER when the helper itself is missing or died.
  */
 export async function spawnChild(request: SpawnRequest): Promise<Answer> {
   if (shared === null || !shared.alive) {
-    const program = bundledNativePath('petrel-spawner');
-    if (program === null || !existsSync(program)) {
-      return err('E_SPAWNER', 'petrel-spawner is not built (run `make -C native`)');
-    }
-    const helper = new Helper(program, () => {
+    const program = spawnerProgram();
+    if (!program.ok) return program;
+    const helper = new Helper(program.value, () => {
       if (shared === helper) shared = null;
     });
     shared = helper;
