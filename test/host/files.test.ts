@@ -6,6 +6,7 @@ import {
   createBlockFile,
   openNoFollow,
   removeBlockFile,
+  replaceKeepingBackup,
   writeFileAtomic,
   writeImage,
 } from '../../src/host/files.js';
@@ -40,6 +41,30 @@ describe('atomic write', () => {
     expect((await stat(file)).mode & 0o777).toBe(0o644);
     await written.undo();
     expect(await readdir(dir)).toEqual([]);
+  });
+
+  it('keeps concurrent writes of different sizes apart (they share one staging buffer)', async () => {
+    // Sizes from a few bytes to 3 MiB, so the staging buffer grows while others wait.
+    const sizes = Array.from({ length: 24 }, (_, i) => (i % 6 === 5 ? 3 * 2 ** 20 + i : 10 * (i + 1) ** 3));
+    const contents = sizes.map((size, i) => Buffer.alloc(size, i + 1));
+    await Promise.all(contents.map((data, i) => writeFileAtomic(path.join(dir, `f${i}`), data).then(value)));
+    for (const [i, data] of contents.entries()) {
+      expect((await readFile(path.join(dir, `f${i}`))).equals(data)).toBe(true);
+    }
+  });
+
+  it('keeps the previous state file as the backup, as a hard link, and names a failed step', async () => {
+    const file = path.join(dir, 'state');
+    const backup = path.join(dir, 'state.bak');
+    value(await replaceKeepingBackup(file, backup, Buffer.from('one')));
+    expect(await readdir(dir)).toEqual(['state']);
+    value(await replaceKeepingBackup(file, backup, Buffer.from('two')));
+    expect(await readFile(backup, 'utf8')).toBe('one');
+    expect(await readFile(file, 'utf8')).toBe('two');
+    const missing = path.join(dir, 'no-such-dir', 'state');
+    const error = failure(await replaceKeepingBackup(missing, `${missing}.bak`, Buffer.from('x')));
+    expect(error.code).toBe('E_HOST_IO');
+    expect(error.message).toMatch(/^open .*no-such-dir\/\.state\.petrel-tmp-.* failed: ENOENT/u);
   });
 
   it('never shows a reader a partial file', async () => {
