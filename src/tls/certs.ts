@@ -1,15 +1,22 @@
-// Reading certificates: PEM or DER in, the constraints each one carries, and the checks path
-// validation applies to one certificate at a time (chain.ts strings them together).
+// Reading certificates: PEM or DER in; the fields, names and constraints each one carries, read
+// with der.ts and names.ts (every connection brings a fresh leaf, which @peculiar/x509 would take
+// milliseconds to parse); and the checks path validation applies to one certificate at a time
+// (chain.ts strings them together).
 
 import { err, ok, type Result } from '../resources/errors.js';
+import { guard, shiftError } from '../wire/errors.js';
 import {
+  type CertificateDer,
+  KEY_USAGE,
   type RawExtension,
   readBasicConstraints,
   readCertificate,
   readExtendedKeyUsage,
   readKeyUsage,
 } from './der.js';
-import { describeError, type TlsError } from './errors.js';
+import type { TlsError } from './errors.js';
+import { checkName, commonName, nameText } from './names.js';
+import { type SignatureScheme, signatureScheme } from './signature.js';
 import { x509 } from './x509.js';
 
 /** One certificate of a verified path, with what identity derivation needs from it. */
@@ -51,57 +58,126 @@ export function decodeDer(input: string | Uint8Array): Uint8Array[] {
 export interface Facts {
   readonly ca: boolean;
   readonly pathLength: number | null;
-  /** KeyUsageFlags bits, null when the extension is absent. */
+  /** KEY_USAGE bits, null when the extension is absent. */
   readonly keyUsage: number | null;
   /** Extended key usage OIDs, null when absent. */
   readonly extKeyUsage: readonly string[] | null;
   readonly unprocessedCritical: readonly string[];
-  readonly selfIssued: boolean;
 }
 
-/** The constraints a certificate carries, read once from its DER; a malformed extension is an error. */
-export function inspect(cert: x509.X509Certificate): Result<Facts, TlsError> {
-  let extensions: readonly RawExtension[];
-  try {
-    extensions = readCertificate(new Uint8Array(cert.rawData)).extensions;
-  } catch (e) {
-    return err('E_TLS_CERT_INVALID', `certificate ${cert.subject} is not DER: ${describeError(e)}`);
+/**
+ * A certificate as path validation sees it, read once from its DER (chain.ts keeps the issuers
+ * it has seen). Immutable; its one-line names are printed on first use (messages, name matching).
+ */
+export class Certificate implements PathCertificate {
+  readonly der: Uint8Array;
+  readonly fields: CertificateDer;
+  readonly facts: Facts;
+  readonly commonName: string | null;
+  /** How its signature is checked, or the name of the algorithm that is not allowed. */
+  readonly scheme: Result<SignatureScheme, string>;
+  #subject: string | undefined;
+  #issuer: string | undefined;
+
+  constructor(der: Uint8Array, fields: CertificateDer, facts: Facts, commonName: string | null) {
+    this.der = der;
+    this.fields = fields;
+    this.facts = facts;
+    this.commonName = commonName;
+    this.scheme = signatureScheme(fields);
   }
-  let found: Pick<Facts, 'ca' | 'pathLength' | 'keyUsage' | 'extKeyUsage'> = {
+
+  get subject(): string {
+    this.#subject ??= nameText(this.fields.subject);
+    return this.#subject;
+  }
+
+  get issuer(): string {
+    this.#issuer ??= nameText(this.fields.issuer);
+    return this.#issuer;
+  }
+
+  get notBefore(): Date {
+    return this.fields.notBefore;
+  }
+
+  get notAfter(): Date {
+    return this.fields.notAfter;
+  }
+
+  /** Whether `other`'s subject names this certificate's issuer (same bytes, or same text). */
+  namedBy(other: Certificate): boolean {
+    return sameBytes(this.fields.issuer, other.fields.subject) || this.issuer === other.subject;
+  }
+
+  get selfIssued(): boolean {
+    return this.namedBy(this);
+  }
+}
+
+/**
+ * Reads a certificate, its names and its constraints; anything malformed is E_TLS_CERT_INVALID
+ * with the byte offset in `der` where it was found.
+ */
+export function parseCertificate(der: Uint8Array): Result<Certificate, TlsError> {
+  const read = guard(() => readCertificate(der));
+  if (!read.ok) return err('E_TLS_CERT_INVALID', `not a DER certificate: ${read.error.message}`);
+  const fields = read.value;
+  const offset = (part: Uint8Array): number => part.byteOffset - der.byteOffset;
+  const issuer = guard(() => checkName(fields.issuer));
+  if (!issuer.ok) {
+    return err(
+      'E_TLS_CERT_INVALID',
+      `malformed issuer name: ${shiftError(issuer.error, offset(fields.issuer)).message}`,
+    );
+  }
+  const cn = guard(() => commonName(fields.subject));
+  if (!cn.ok) {
+    return err(
+      'E_TLS_CERT_INVALID',
+      `malformed subject name: ${shiftError(cn.error, offset(fields.subject)).message}`,
+    );
+  }
+  const facts = factsOf(fields, offset);
+  if (!facts.ok) return facts;
+  return ok(new Certificate(der, fields, facts.value, cn.value));
+}
+
+/** The constraints the extensions carry; `offset` places a part of the certificate for errors. */
+function factsOf(fields: CertificateDer, offset: (part: Uint8Array) => number): Result<Facts, TlsError> {
+  let found: Omit<Facts, 'unprocessedCritical'> = {
     ca: false,
     pathLength: null,
     keyUsage: null,
     extKeyUsage: null,
   };
-  try {
-    for (const e of extensions) {
-      if (e.oid === OID.basicConstraints) found = { ...found, ...readBasicConstraints(e.value) };
-      else if (e.oid === OID.keyUsage) found = { ...found, keyUsage: readKeyUsage(e.value) };
-      else if (e.oid === OID.extKeyUsage) found = { ...found, extKeyUsage: readExtendedKeyUsage(e.value) };
+  const unprocessedCritical: string[] = [];
+  for (const e of fields.extensions) {
+    const read = guard(() => constraintIn(e));
+    if (!read.ok) {
+      const where = shiftError(read.error, offset(e.value)).message;
+      const subject = nameText(fields.subject);
+      return err('E_TLS_CERT_INVALID', `certificate ${subject} has a malformed extension ${e.oid}: ${where}`);
     }
-  } catch (e) {
-    return err(
-      'E_TLS_CERT_INVALID',
-      `certificate ${cert.subject} has a malformed extension: ${describeError(e)}`,
-    );
+    if (read.value !== null) found = { ...found, ...read.value };
+    if (e.critical && !PROCESSED_CRITICAL.has(e.oid)) unprocessedCritical.push(e.oid);
   }
-  return ok({
-    ...found,
-    unprocessedCritical: extensions
-      .filter((e) => e.critical && !PROCESSED_CRITICAL.has(e.oid))
-      .map((e) => e.oid),
-    selfIssued: cert.subject === cert.issuer,
-  });
+  return ok({ ...found, unprocessedCritical });
 }
 
-export function checkIssuer(
-  cert: x509.X509Certificate,
-  f: Facts,
-  intermediatesBelow: number,
-): Result<void, TlsError> {
+/** What one extension says, if it is one of the three path validation reads. */
+function constraintIn(e: RawExtension): Partial<Facts> | null {
+  if (e.oid === OID.basicConstraints) return readBasicConstraints(e.value);
+  if (e.oid === OID.keyUsage) return { keyUsage: readKeyUsage(e.value) };
+  if (e.oid === OID.extKeyUsage) return { extKeyUsage: readExtendedKeyUsage(e.value) };
+  return null;
+}
+
+export function checkIssuer(cert: Certificate, intermediatesBelow: number): Result<void, TlsError> {
+  const f = cert.facts;
   if (!f.ca)
     return err('E_TLS_NOT_CA', `issuer ${cert.subject} is not a CA (basicConstraints CA:TRUE missing)`);
-  if (f.keyUsage !== null && (f.keyUsage & x509.KeyUsageFlags.keyCertSign) === 0) {
+  if (f.keyUsage !== null && (f.keyUsage & KEY_USAGE.keyCertSign) === 0) {
     return err('E_TLS_KEY_USAGE', `issuer ${cert.subject} may not sign certificates (no keyCertSign)`);
   }
   if (f.pathLength !== null && intermediatesBelow > f.pathLength) {
@@ -113,8 +189,9 @@ export function checkIssuer(
   return ok(undefined);
 }
 
-export function checkLeafUsage(cert: x509.X509Certificate, f: Facts): Result<void, TlsError> {
-  if (f.keyUsage !== null && (f.keyUsage & x509.KeyUsageFlags.digitalSignature) === 0) {
+export function checkLeafUsage(cert: Certificate): Result<void, TlsError> {
+  const f = cert.facts;
+  if (f.keyUsage !== null && (f.keyUsage & KEY_USAGE.digitalSignature) === 0) {
     return err('E_TLS_KEY_USAGE', `client certificate ${cert.subject} may not sign (no digitalSignature)`);
   }
   const eku = f.extKeyUsage;
@@ -127,7 +204,14 @@ export function checkLeafUsage(cert: x509.X509Certificate, f: Facts): Result<voi
   return ok(undefined);
 }
 
-export function checkValidity(cert: x509.X509Certificate, now: Date): Result<void, TlsError> {
+/** What validity checks read; a Certificate and an @peculiar/x509 certificate both have it. */
+export interface Dated {
+  readonly subject: string;
+  readonly notBefore: Date;
+  readonly notAfter: Date;
+}
+
+export function checkValidity(cert: Dated, now: Date): Result<void, TlsError> {
   if (now < cert.notBefore) {
     return err(
       'E_TLS_NOT_YET_VALID',
@@ -145,26 +229,12 @@ export function checkValidity(cert: x509.X509Certificate, now: Date): Result<voi
   return ok(undefined);
 }
 
-const STRONG_HASHES: ReadonlySet<string> = new Set(['SHA-256', 'SHA-384', 'SHA-512']);
-
 /** SHA-2 signatures or EdDSA, as Albatross allows. */
-export function checkAlgorithm(cert: x509.X509Certificate): Result<void, TlsError> {
-  let name = 'unknown';
-  try {
-    const algorithm = cert.signatureAlgorithm as { readonly name?: string; readonly hash?: unknown };
-    name = algorithm.name ?? 'unknown';
-    if (name === 'Ed25519' || name === 'Ed448') return ok(undefined);
-    const hash = algorithm.hash;
-    const hashName =
-      typeof hash === 'string' ? hash : ((hash as { readonly name?: string } | undefined)?.name ?? undefined);
-    if (hashName !== undefined && STRONG_HASHES.has(hashName.toUpperCase())) return ok(undefined);
-    name = `${name} with ${hashName ?? 'no hash'}`;
-  } catch {
-    // An algorithm the library does not know is refused like a weak one.
-  }
+export function checkAlgorithm(cert: Certificate): Result<SignatureScheme, TlsError> {
+  if (cert.scheme.ok) return cert.scheme;
   return err(
     'E_TLS_SIGNATURE',
-    `certificate ${cert.subject} is signed with a disallowed algorithm (${name})`,
+    `certificate ${cert.subject} is signed with a disallowed algorithm (${cert.scheme.error})`,
   );
 }
 
@@ -178,3 +248,7 @@ export function viewOf(
 }
 
 const iso = (date: Date): string => date.toISOString();
+
+function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
+  return a.length === b.length && Buffer.compare(a, b) === 0;
+}

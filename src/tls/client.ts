@@ -241,7 +241,7 @@ async function loadMaterial(options: RemoteTransportOptions): Promise<Result<Mat
   const probe = await issueCommandLeaf(issuer, PROBE, ROOT_NAME, { key: leafKey, now });
   if (!probe.ok) return fail('E_CLIENT_AUTH', `--cert: ${probe.error.message}`);
   const presented = [probe.value.der, ...probe.value.above.map((cert) => new Uint8Array(cert.rawData))];
-  const checked = await verifyClientChain(presented, anchor.value, now);
+  const checked = verifyClientChain(presented, anchor.value, now);
   if (!checked.ok) return fail('E_CLIENT_AUTH', `${NOT_VALID}: ${checked.error.message}`);
   return ok({
     anchorPem: anchor.value.certificate.toString('pem'),

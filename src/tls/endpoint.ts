@@ -222,7 +222,7 @@ class Endpoint implements TlsEndpoint {
     const presented = presentedChain(socket);
     if (!presented.ok) return this.#refuse(socket, remote, presented.error);
     const clock = this.#options.clock ?? (() => new Date());
-    const path = await verifyClientChain(presented.value, this.#anchor, clock());
+    const path = verifyClientChain(presented.value, this.#anchor, clock());
     if (!path.ok) return this.#refuse(socket, remote, path.error);
     const identity = authorize(path.value);
     if (!identity.ok) return this.#refuse(socket, remote, identity.error);
