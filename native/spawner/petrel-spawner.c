@@ -1,32 +1,40 @@
-/* petrel-spawner: starts tender processes for petreld and reports their exits.
+/* petrel-spawner: starts processes for petreld (tenders, and host commands such as `ip`) and
+ * reports their output and exits.
  *
  * Why a separate process: fork() copies the caller's page tables and then makes it take a
  * copy-on-write fault on every page it writes. petreld is a Node process of ~100 MB, and on a
- * virtualised host that fork costs about 5 ms per tender; this process is a few hundred KB.
- * petreld starts it once and sends it requests; the tenders are its children.
+ * virtualised host its fork cost about 5 ms per process started; this process is a few hundred
+ * KB and uses vfork. petreld starts it once and sends it requests; the processes are its
+ * children.
  *
  * Protocol (petreld writes requests on our stdin, we write events on our stdout). Every frame
  * is a little-endian u32 length of the body, then the body; the body starts with one op byte.
  *
- *   spawn   'S' u32 id, u32 argc, u32 envc, u8 console kind ('F' fifo, 'A' append to file),
- *           then argc + envc + 1 NUL-terminated strings: the console path, argv, env.
+ *   spawn   'S' u32 id, u32 argc, u32 envc, u8 kind, then argc + envc + 1 NUL-terminated
+ *           strings: the console, argv, env. Kinds:
+ *             'F'  stdin, stdout and stderr on the FIFO named by the console string;
+ *             'A'  the same on the file named by it, opened for appending;
+ *             'C'  capture: stdout and stderr are pipes whose bytes we send back, stdin is a
+ *                  pipe holding the console string (at most PIPE_BUF bytes) and then closed.
  *   kill    'K' i32 pid, i32 signal: sent only while pid is our unreaped child, so a pid the
  *           kernel has already recycled is never signalled.
  *
  *   started 'P' u32 id, i32 pid
  *   failed  'E' u32 id, u8 stage ('C' opening the console, 'X' fork or exec), i32 errno
- *   exited  'X' i32 pid, i32 wait status (as waitpid returns it)
+ *   output  'O' i32 pid, u8 stream (1 stdout, 2 stderr), bytes (captured children only)
+ *   exited  'X' i32 pid, i32 wait status (as waitpid returns it), after all its output
  *
- * The console of a tender is its stdin, stdout and stderr. A FIFO is opened without blocking,
- * so a FIFO nobody reads fails with ENXIO instead of hanging us, and is then switched to
- * blocking, because a tender must never see EAGAIN (solo5.md §1.12).
+ * A FIFO console is opened without blocking, so a FIFO nobody reads fails with ENXIO instead
+ * of hanging us, and is then switched to blocking, because a tender must never see EAGAIN
+ * (solo5.md §1.12).
  *
  * We die with petreld (parent-death signal, and end of file on stdin), without touching the
- * tenders: Petrel's own tenders die with their parent in turn, and petreld's next start stops
+ * children: Petrel's own tenders die with their parent in turn, and petreld's next start stops
  * any other leftover through its PID records, as it would if petreld had started them itself.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdint.h>
@@ -40,6 +48,7 @@
 #include <unistd.h>
 
 #define MAX_FRAME (1u << 20)
+#define OUTPUT_CHUNK 65536
 
 static void die(const char *what)
 {
@@ -51,37 +60,6 @@ static void die_protocol(const char *what)
 {
     fprintf(stderr, "petrel-spawner: protocol error: %s\n", what);
     exit(2);
-}
-
-/* ---- children not yet reaped: the only pids we signal ---------------------------------- */
-
-static pid_t *children;
-static size_t n_children, cap_children;
-
-static void child_add(pid_t pid)
-{
-    if (n_children == cap_children) {
-        cap_children = cap_children ? 2 * cap_children : 64;
-        children = realloc(children, cap_children * sizeof *children);
-        if (!children)
-            die("realloc");
-    }
-    children[n_children++] = pid;
-}
-
-static int child_index(pid_t pid)
-{
-    for (size_t i = 0; i < n_children; i++)
-        if (children[i] == pid)
-            return (int)i;
-    return -1;
-}
-
-static void child_remove(pid_t pid)
-{
-    int i = child_index(pid);
-    if (i >= 0)
-        children[i] = children[--n_children];
 }
 
 /* ---- events ---------------------------------------------------------------------------- */
@@ -113,19 +91,67 @@ static uint32_t get_u32(const unsigned char *at)
     return (uint32_t)at[0] | (uint32_t)at[1] << 8 | (uint32_t)at[2] << 16 | (uint32_t)at[3] << 24;
 }
 
-static void emit(char op, uint32_t a, uint32_t b, int with_stage, char stage)
+/* One event: op, a u32, an optional stage/stream byte, then a u32 or raw bytes. */
+static void emit(char op, uint32_t a, int has_byte, unsigned char byte, const void *tail, size_t tail_len)
 {
-    unsigned char frame[4 + 1 + 4 + 1 + 4];
+    unsigned char head[4 + 1 + 4 + 1];
     size_t len = 0;
-    frame[4 + len++] = (unsigned char)op;
-    put_u32(frame + 4 + len, a);
+    head[4 + len++] = (unsigned char)op;
+    put_u32(head + 4 + len, a);
     len += 4;
-    if (with_stage)
-        frame[4 + len++] = (unsigned char)stage;
-    put_u32(frame + 4 + len, b);
-    len += 4;
-    put_u32(frame, (uint32_t)len);
-    write_all(frame, 4 + len);
+    if (has_byte)
+        head[4 + len++] = byte;
+    put_u32(head, (uint32_t)(len + tail_len));
+    write_all(head, 4 + len);
+    write_all(tail, tail_len);
+}
+
+static void emit_u32(char op, uint32_t a, int has_byte, unsigned char byte, uint32_t b)
+{
+    unsigned char tail[4];
+    put_u32(tail, b);
+    emit(op, a, has_byte, byte, tail, sizeof tail);
+}
+
+/* ---- children: the only pids we signal are the unreaped ones --------------------------- */
+
+struct child {
+    pid_t pid;
+    int out, err; /* capture pipes still open, or -1 */
+    int reaped;
+    int status;
+};
+
+static struct child *children;
+static size_t n_children, cap_children;
+
+static struct child *child_add(pid_t pid, int out, int err)
+{
+    if (n_children == cap_children) {
+        cap_children = cap_children ? 2 * cap_children : 64;
+        children = realloc(children, cap_children * sizeof *children);
+        if (!children)
+            die("realloc");
+    }
+    children[n_children] = (struct child){ pid, out, err, 0, 0 };
+    return &children[n_children++];
+}
+
+static struct child *child_find(pid_t pid)
+{
+    for (size_t i = 0; i < n_children; i++)
+        if (children[i].pid == pid)
+            return &children[i];
+    return NULL;
+}
+
+/* Reports the exit once the child is reaped and its output is all sent, then forgets it. */
+static void child_settle(struct child *c)
+{
+    if (!c->reaped || c->out >= 0 || c->err >= 0)
+        return;
+    emit_u32('X', (uint32_t)c->pid, 0, 0, (uint32_t)c->status);
+    *c = children[--n_children];
 }
 
 /* ---- spawn ----------------------------------------------------------------------------- */
@@ -190,17 +216,16 @@ static int exec_on_path(char **argv, char **env)
     }
 }
 
-/* In the child, which shares our memory until it execs (vfork): the console on 0, 1 and 2,
- * default signal handling, then exec. It changes nothing of ours but its own descriptors, mask
- * and dispositions. A failure is written to `report` (close-on-exec, so success closes it
- * unwritten). */
-static void exec_child(int console, int report, char **argv, char **env, const sigset_t *mask)
+/* In the child, which shares our memory until it execs (vfork): descriptors 0, 1 and 2 from
+ * `fds`, default signal handling, then exec. It changes nothing of ours but its own
+ * descriptors, mask and dispositions. A failure is written to `report` (close-on-exec, so
+ * success closes it unwritten). Every descriptor of ours is close-on-exec. */
+static void exec_child(const int fds[3], int report, char **argv, char **env, const sigset_t *mask)
 {
     int err = 0;
     for (int fd = 0; fd <= 2 && err == 0; fd++)
-        if (dup2(console, fd) < 0)
+        if (dup2(fds[fd], fd) < 0)
             err = errno;
-    /* dup2 clears close-on-exec on 0-2; every other descriptor of ours has it set. */
     signal(SIGPIPE, SIG_DFL);
     sigprocmask(SIG_UNBLOCK, mask, NULL);
     if (err == 0)
@@ -212,13 +237,65 @@ static void exec_child(int console, int report, char **argv, char **env, const s
 
 /* vfork: no copy of our page tables; we are suspended until the child execs or exits. Kept out
  * of line so that no variable of the caller lives across the vfork. */
-__attribute__((noinline)) static pid_t start_child(int console, int report, char **argv, char **env,
+__attribute__((noinline)) static pid_t start_child(const int fds[3], int report, char **argv, char **env,
                                                    const sigset_t *mask)
 {
     pid_t pid = vfork();
     if (pid == 0)
-        exec_child(console, report, argv, env, mask);
+        exec_child(fds, report, argv, env, mask);
     return pid;
+}
+
+static void close_all(int *fds, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (fds[i] >= 0)
+            close(fds[i]);
+}
+
+/* The child's 0, 1, 2 in `fds`, and for captures our read ends in out/err. The descriptors
+ * to close once the child has them are listed in `theirs`. Returns 0 or an errno. */
+static int prepare_stdio(char kind, const char *console, int fds[3], int theirs[4], int *out, int *err)
+{
+    for (int i = 0; i < 4; i++)
+        theirs[i] = -1;
+    *out = *err = -1;
+    if (kind != 'C') {
+        int fd = open_console(kind, console);
+        if (fd < 0)
+            return errno;
+        fds[0] = fds[1] = fds[2] = theirs[0] = fd;
+        return 0;
+    }
+    size_t input = strlen(console);
+    if (input > PIPE_BUF)
+        return E2BIG;
+    int in[2] = { -1, -1 }, o[2] = { -1, -1 }, e[2] = { -1, -1 };
+    if (pipe2(in, O_CLOEXEC) != 0 || pipe2(o, O_CLOEXEC) != 0 || pipe2(e, O_CLOEXEC) != 0) {
+        int saved = errno;
+        int all[6] = { in[0], in[1], o[0], o[1], e[0], e[1] };
+        close_all(all, 6);
+        return saved;
+    }
+    /* At most PIPE_BUF bytes into an empty pipe: written at once, never blocks. */
+    if (input > 0 && write(in[1], console, input) != (ssize_t)input) {
+        int saved = errno;
+        int all[6] = { in[0], in[1], o[0], o[1], e[0], e[1] };
+        close_all(all, 6);
+        return saved ? saved : EIO;
+    }
+    close(in[1]);
+    fcntl(o[0], F_SETFL, O_NONBLOCK);
+    fcntl(e[0], F_SETFL, O_NONBLOCK);
+    fds[0] = in[0];
+    fds[1] = o[1];
+    fds[2] = e[1];
+    theirs[0] = in[0];
+    theirs[1] = o[1];
+    theirs[2] = e[1];
+    *out = o[0];
+    *err = e[0];
+    return 0;
 }
 
 static void spawn(const unsigned char *body, size_t len, const sigset_t *mask)
@@ -229,13 +306,15 @@ static void spawn(const unsigned char *body, size_t len, const sigset_t *mask)
     uint32_t argc = get_u32(body + 4);
     uint32_t envc = get_u32(body + 8);
     char kind = (char)body[12];
-    if (argc < 1 || argc > 65536 || envc > 65536 || (kind != 'F' && kind != 'A'))
+    if (argc < 1 || argc > 65536 || envc > 65536 || (kind != 'F' && kind != 'A' && kind != 'C'))
         die_protocol("bad spawn counts or console kind");
     const char *at = (const char *)body + 13;
     const char *end = (const char *)body + len;
     size_t total = 1 + argc + envc;
-    char **strings = calloc(total + 2, sizeof *strings);
-    if (!strings)
+    char **strings = calloc(total, sizeof *strings);
+    char **argv = calloc(argc + 1, sizeof *argv);
+    char **env = calloc(envc + 1, sizeof *env);
+    if (!strings || !argv || !env)
         die("calloc");
     for (size_t i = 0; i < total; i++) {
         const char *nul = memchr(at, '\0', (size_t)(end - at));
@@ -246,33 +325,32 @@ static void spawn(const unsigned char *body, size_t len, const sigset_t *mask)
     }
     if (at != end)
         die_protocol("trailing bytes in spawn request");
-    /* strings: [console, argv..., NULL, env..., NULL] once shifted into place. */
-    char **argv = calloc(argc + 1, sizeof *argv);
-    char **env = calloc(envc + 1, sizeof *env);
-    if (!argv || !env)
-        die("calloc");
     memcpy(argv, strings + 1, argc * sizeof *argv);
     memcpy(env, strings + 1 + argc, envc * sizeof *env);
 
-    int console = open_console(kind, strings[0]);
-    if (console < 0) {
-        emit('E', id, (uint32_t)errno, 1, 'C');
-        goto out;
+    int fds[3], theirs[4], out, err, report[2];
+    int failed = prepare_stdio(kind, strings[0], fds, theirs, &out, &err);
+    if (failed) {
+        emit_u32('E', id, 1, 'C', (uint32_t)failed);
+        goto done;
     }
-    int report[2];
     if (pipe2(report, O_CLOEXEC) != 0) {
-        emit('E', id, (uint32_t)errno, 1, 'X');
-        close(console);
-        goto out;
+        emit_u32('E', id, 1, 'X', (uint32_t)errno);
+        int ours[2] = { out, err };
+        close_all(theirs, 4);
+        close_all(ours, 2);
+        goto done;
     }
-    pid_t pid = start_child(console, report[1], argv, env, mask);
+    pid_t pid = start_child(fds, report[1], argv, env, mask);
     int fork_errno = errno;
     close(report[1]);
-    close(console);
+    close_all(theirs, 4);
     if (pid < 0) {
         close(report[0]);
-        emit('E', id, (uint32_t)fork_errno, 1, 'X');
-        goto out;
+        int ours[2] = { out, err };
+        close_all(ours, 2);
+        emit_u32('E', id, 1, 'X', (uint32_t)fork_errno);
+        goto done;
     }
     int exec_errno = 0;
     ssize_t n;
@@ -280,14 +358,19 @@ static void spawn(const unsigned char *body, size_t len, const sigset_t *mask)
         n = read(report[0], &exec_errno, sizeof exec_errno);
     while (n < 0 && errno == EINTR);
     close(report[0]);
-    child_add(pid);
     if (n == (ssize_t)sizeof exec_errno) {
-        /* Reaped with the other exits; petreld learns the failure from this event. */
-        emit('E', id, (uint32_t)exec_errno, 1, 'X');
+        /* Reaped with the other exits but never reported: petreld learns it from this event. */
+        int ours[2] = { out, err };
+        close_all(ours, 2);
+        child_add(pid, -1, -1);
+        emit_u32('E', id, 1, 'X', (uint32_t)exec_errno);
+        struct child *c = child_find(pid);
+        c->status = -1; /* marks "unreported" for reap() */
     } else {
-        emit('P', id, (uint32_t)pid, 0, 0);
+        child_add(pid, out, err);
+        emit_u32('P', id, 0, 0, (uint32_t)pid);
     }
-out:
+done:
     free(argv);
     free(env);
     free(strings);
@@ -299,7 +382,8 @@ static void kill_child(const unsigned char *body, size_t len)
         die_protocol("kill request of wrong length");
     pid_t pid = (pid_t)get_u32(body);
     int sig = (int)get_u32(body + 4);
-    if (child_index(pid) >= 0)
+    struct child *c = child_find(pid);
+    if (c && !c->reaped)
         kill(pid, sig);
 }
 
@@ -308,9 +392,61 @@ static void reap(void)
     int status;
     pid_t pid;
     while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
-        child_remove(pid);
-        emit('X', (uint32_t)pid, (uint32_t)status, 0, 0);
+        struct child *c = child_find(pid);
+        if (!c)
+            continue;
+        if (c->status == -1) { /* its exec failed, already reported */
+            *c = children[--n_children];
+            continue;
+        }
+        c->reaped = 1;
+        c->status = status;
+        child_settle(c);
     }
+}
+
+/* Forwards what a captured child wrote; at end of file closes the pipe. */
+static void drain(struct child *c, int stream)
+{
+    int *fd = stream == 1 ? &c->out : &c->err;
+    static unsigned char chunk[OUTPUT_CHUNK];
+    for (;;) {
+        ssize_t n = read(*fd, chunk, sizeof chunk);
+        if (n > 0) {
+            emit('O', (uint32_t)c->pid, 1, (unsigned char)stream, chunk, (size_t)n);
+            continue;
+        }
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && errno == EAGAIN)
+            return;
+        close(*fd); /* end of file, or an error we cannot do better with */
+        *fd = -1;
+        child_settle(c);
+        return;
+    }
+}
+
+static void handle_requests(unsigned char *buf, size_t *have, const sigset_t *mask)
+{
+    size_t used = 0;
+    while (*have - used >= 4) {
+        uint32_t len = get_u32(buf + used);
+        if (len < 1 || len > MAX_FRAME)
+            die_protocol("frame length out of range");
+        if (*have - used - 4 < len)
+            break;
+        const unsigned char *body = buf + used + 4;
+        if (body[0] == 'S')
+            spawn(body + 1, len - 1, mask);
+        else if (body[0] == 'K')
+            kill_child(body + 1, len - 1);
+        else
+            die_protocol("unknown op");
+        used += 4 + len;
+    }
+    memmove(buf, buf + used, *have - used);
+    *have -= used;
 }
 
 int main(void)
@@ -333,14 +469,46 @@ int main(void)
 
     unsigned char *buf = malloc(MAX_FRAME + 4);
     size_t have = 0;
+    struct pollfd *fds = NULL;
+    size_t cap_fds = 0;
     if (!buf)
         die("malloc");
     for (;;) {
-        struct pollfd fds[2] = { { STDIN_FILENO, POLLIN, 0 }, { sfd, POLLIN, 0 } };
-        if (poll(fds, 2, -1) < 0) {
+        /* stdin, the signalfd, then every open capture pipe (two per captured child). */
+        size_t want = 2 + 2 * n_children;
+        if (want > cap_fds) {
+            cap_fds = want * 2;
+            fds = realloc(fds, cap_fds * sizeof *fds);
+            if (!fds)
+                die("realloc");
+        }
+        size_t n = 0;
+        fds[n++] = (struct pollfd){ STDIN_FILENO, POLLIN, 0 };
+        fds[n++] = (struct pollfd){ sfd, POLLIN, 0 };
+        for (size_t i = 0; i < n_children; i++) {
+            fds[n++] = (struct pollfd){ children[i].out, POLLIN, 0 }; /* -1 is skipped */
+            fds[n++] = (struct pollfd){ children[i].err, POLLIN, 0 };
+        }
+        if (poll(fds, n, -1) < 0) {
             if (errno == EINTR)
                 continue;
             die("poll");
+        }
+        /* Output before exits, so a child's last bytes are sent before its exit. Pipes are
+         * looked up by descriptor: draining may settle (and move) children. */
+        for (size_t i = 2; i < n; i++) {
+            if (fds[i].fd < 0 || !(fds[i].revents & (POLLIN | POLLHUP | POLLERR)))
+                continue;
+            for (size_t k = 0; k < n_children; k++) {
+                if (children[k].out == fds[i].fd) {
+                    drain(&children[k], 1);
+                    break;
+                }
+                if (children[k].err == fds[i].fd) {
+                    drain(&children[k], 2);
+                    break;
+                }
+            }
         }
         if (fds[1].revents & POLLIN) {
             struct signalfd_siginfo info;
@@ -349,32 +517,15 @@ int main(void)
             reap();
         }
         if (fds[0].revents & (POLLIN | POLLHUP | POLLERR)) {
-            ssize_t n = read(STDIN_FILENO, buf + have, MAX_FRAME + 4 - have);
-            if (n < 0 && errno == EINTR)
+            ssize_t got = read(STDIN_FILENO, buf + have, MAX_FRAME + 4 - have);
+            if (got < 0 && errno == EINTR)
                 continue;
-            if (n < 0)
+            if (got < 0)
                 die("read");
-            if (n == 0)
+            if (got == 0)
                 return 0; /* petreld closed its end: it is stopping or gone */
-            have += (size_t)n;
-            size_t used = 0;
-            while (have - used >= 4) {
-                uint32_t len = get_u32(buf + used);
-                if (len < 1 || len > MAX_FRAME)
-                    die_protocol("frame length out of range");
-                if (have - used - 4 < len)
-                    break;
-                const unsigned char *body = buf + used + 4;
-                if (body[0] == 'S')
-                    spawn(body + 1, len - 1, &mask);
-                else if (body[0] == 'K')
-                    kill_child(body + 1, len - 1);
-                else
-                    die_protocol("unknown op");
-                used += 4 + len;
-            }
-            memmove(buf, buf + used, have - used);
-            have -= used;
+            have += (size_t)got;
+            handle_requests(buf, &have, &mask);
         }
     }
 }

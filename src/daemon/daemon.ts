@@ -14,7 +14,7 @@ import { err, ok, type PetrelError, type Result } from '../resources/errors.js';
 import { MAX_VMS, makePolicy, type Policy } from '../resources/policy.js';
 import * as T from '../resources/tree.js';
 import { createStatsService } from '../stats/service.js';
-import { bundledNativePath } from '../tender/lookup.js';
+import { bundledNativePath } from '../host/native.js';
 import { type CapabilityReport, type ProbeOptions, probeHost } from '../tender/probe.js';
 import type { TlsEndpoint } from '../tls/endpoint.js';
 import { type CanaryResult, runCanary } from './canary.js';

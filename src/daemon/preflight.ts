@@ -15,7 +15,7 @@ import {
   probeHost,
   usableTender,
 } from '../tender/probe.js';
-import { spawnerProgram } from '../tender/spawner.js';
+import { spawnerProgram } from '../host/spawner.js';
 import { keyPath, type PetrelConfig, socketPaths } from './config.js';
 
 export type CheckStatus = 'PASS' | 'FAIL' | 'WARN';

@@ -51,6 +51,23 @@ export async function runIp(
   return runCommand(options.ipCommand ?? 'ip', [...prefix.value, ...args]);
 }
 
+/**
+ * Runs several `ip` commands in one process (`ip -batch -`, one per line), stopping at the
+ * first that fails. Starting `ip` costs milliseconds; its commands cost little more.
+ */
+export async function runIpBatch(
+  commands: readonly (readonly string[])[],
+  options: NetOptions = {},
+): Promise<Result<CommandOutput, NetError>> {
+  const prefix = netnsArgs(options);
+  if (!prefix.ok) return prefix;
+  const ip = options.ipCommand ?? 'ip';
+  const lines = commands.map((words) => words.join(' '));
+  // Errors name every command of the batch: ip does not always say which line failed.
+  const label = `${[ip, ...prefix.value].join(' ')} -batch: ${lines.join('; ')}`;
+  return runCommand(ip, [...prefix.value, '-batch', '-'], { input: `${lines.join('\n')}\n`, label });
+}
+
 export interface Link {
   readonly name: string;
   /** `linkinfo.info_kind` (`bridge`, `tun`, `veth`, …), null when `ip` reports none. */

@@ -10,6 +10,7 @@ import {
   type NetError,
   type NetOptions,
   runIp,
+  runIpBatch,
 } from './ip.js';
 import type { Undoable } from './undo.js';
 
@@ -87,34 +88,34 @@ export async function createTap(
   );
   if (!tap.ok) return tap;
   const name = tap.value;
-  // `ip tuntap add` refuses a name that exists, so a race with another creator fails here
-  // instead of adopting someone else's interface.
-  const added = await runIp(['tuntap', 'add', 'dev', name, 'mode', 'tap'], options);
-  if (!added.ok) return added;
-  for (const step of [
-    ['link', 'set', 'dev', name, 'up'],
-    ['link', 'set', 'dev', name, 'master', bridge],
-  ]) {
-    const done = await runIp(step, options);
-    if (!done.ok) {
-      const cleaned = await removeTap(name, options);
-      if (cleaned.ok) return done;
-      return err(
-        'E_HOST_COMMAND',
-        `${done.error.message}; and removing ${name} failed: ${cleaned.error.message}`,
-        {
-          tap: name,
-        },
-      );
-    }
-  }
-  return ok({
-    value: name,
-    undo: async () => {
-      const removed = await removeTap(name, options);
-      if (!removed.ok) throw new PetrelException(removed.error);
+  // Interface names are checked words (no spaces or newlines), so each line stays one command.
+  const made = await runIpBatch(
+    [
+      ['tuntap', 'add', 'dev', name, 'mode', 'tap'],
+      ['link', 'set', 'dev', name, 'up'],
+      ['link', 'set', 'dev', name, 'master', bridge],
+    ],
+    options,
+  );
+  if (made.ok) return ok({ value: name, undo: async () => throwIfFailed(await removeTap(name, options)) });
+  // `ip tuntap add` refuses a name that exists, so a race with another creator fails on the
+  // first line (`Command failed -:1`): nothing of ours to remove, and someone else's tap
+  // must not be. A later line failed after our tap was made: remove it again.
+  const stderr = String(made.error.details?.stderr ?? '');
+  if (/^Command failed -:1$/mu.test(stderr)) return made;
+  const cleaned = await removeTap(name, options);
+  if (cleaned.ok) return made;
+  return err(
+    'E_HOST_COMMAND',
+    `${made.error.message}; and removing ${name} failed: ${cleaned.error.message}`,
+    {
+      tap: name,
     },
-  });
+  );
+}
+
+function throwIfFailed(result: Result<void, PetrelError>): void {
+  if (!result.ok) throw new PetrelException(result.error);
 }
 
 /** Taps only: another kind of interface with a matching name was not made by Petrel. */

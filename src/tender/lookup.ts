@@ -1,10 +1,10 @@
 // Finds the tender executable in ONE order: the configured path when given (missing is an
 // error), else the four candidates of semantics §8.1, else the bundled petrel-hvt or petrel-spt.
 
-import { constants, existsSync } from 'node:fs';
+import { constants } from 'node:fs';
 import { access, stat } from 'node:fs/promises';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { bundledNativePath } from '../host/native.js';
 import { err, ok, type PetrelError, type Result } from '../resources/errors.js';
 import { onlyBundledSpeaks } from './abi.js';
 import type { TenderKind } from './elf.js';
@@ -26,17 +26,6 @@ export interface LookupOptions {
 }
 
 export type LookupError = PetrelError<'E_TENDER_MISSING'>;
-
-/** `<package root>/native/build/<file>`, the package root found by walking up to package.json. */
-export function bundledNativePath(file: string): string | null {
-  let dir = path.dirname(fileURLToPath(import.meta.url));
-  for (;;) {
-    if (existsSync(path.join(dir, 'package.json'))) return path.join(dir, 'native', 'build', file);
-    const parent = path.dirname(dir);
-    if (parent === dir) return null;
-    dir = parent;
-  }
-}
 
 /** `<package root>/native/build/petrel-hvt`. */
 export function bundledHvtPath(): string | null {

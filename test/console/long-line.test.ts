@@ -16,9 +16,15 @@ import { canaryConfig, createCommand, makeEngine, name, replyText, waitForLine }
 v8.setFlagsFromString('--expose-gc');
 const gc = vm.runInNewContext('gc') as () => void;
 
-/** JS heap plus Buffer memory, after a full collection: what is kept, not garbage. */
-const kept = () => {
-  gc();
+/**
+ * JS heap plus Buffer memory after full collections: what is kept, not garbage. Buffer memory
+ * is swept on a background thread after a collection, so it is read after a few rounds.
+ */
+const kept = async () => {
+  for (let i = 0; i < 3; i++) {
+    gc();
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
   const usage = process.memoryUsage();
   return usage.heapUsed + usage.arrayBuffers;
 };
@@ -35,7 +41,11 @@ describe('a very long console line', () => {
     await chmod(tender, 0o755);
     const t = await makeEngine({ tenderHvt: tender });
     try {
-      const before = kept();
+      // What the first VM of a process sets up once (the spawner, the file thread and its
+      // staging buffer) is not what this test measures.
+      const warm = await t.run(':warm', createCommand(await canaryConfig(canaryImage, ['wait', 'x'])));
+      expect(replyText(warm)).toBe('created unikernel');
+      const before = await kept();
       const created = await t.run(':long', createCommand(await canaryConfig(canaryImage, ['wait', 'x'])));
       expect(replyText(created)).toBe('created unikernel');
       await waitForLine(t.hub, ':long', 'petrel-canary after');
@@ -46,7 +56,7 @@ describe('a very long console line', () => {
           .map((l) => Buffer.from(l.line).toString()) ?? [];
       expect(lines).toEqual([`${'x'.repeat(READ_SIZE)} [truncated]`, 'petrel-canary after']);
       // Far less than the 8 MiB line would take if it were kept (the ring holds 525 bytes of it).
-      expect(kept() - before).toBeLessThan(512 * 1024);
+      expect((await kept()) - before).toBeLessThan(512 * 1024);
     } finally {
       await t.close();
       await rm(dir, { recursive: true, force: true });

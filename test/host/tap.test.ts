@@ -1,5 +1,8 @@
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { checkBridges, listBridges } from '../../src/host/bridges.js';
 import { listLinks } from '../../src/host/ip.js';
@@ -94,9 +97,27 @@ describe.skipIf(!isRoot)('taps in a network namespace', () => {
     const error = failure(await createTap('nosuchbr', { netns }));
     expect(error.code).toBe('E_HOST_COMMAND');
     expect(error.message).toMatch(
-      /^ip -n petrel-test-\w+ link set dev ptap0 master nosuchbr failed: .*nosuchbr/u,
+      /^ip -n petrel-test-\w+ -batch: tuntap add dev ptap0 mode tap; link set dev ptap0 up; link set dev ptap0 master nosuchbr failed: .*nosuchbr/u,
     );
     expect(value(await listOwnedTaps({ netns }))).toEqual([]);
+  });
+
+  it('when another creator takes the name first, fails and leaves their tap alone', async () => {
+    // An `ip` that lets "someone else" create ptap0 between Petrel's listing and its batch.
+    const dir = mkdtempSync(path.join(tmpdir(), 'petrel-ip-'));
+    const racingIp = path.join(dir, 'ip');
+    writeFileSync(
+      racingIp,
+      '#!/bin/sh\ncase "$*" in *-batch*) ip "$1" "$2" tuntap add dev ptap0 mode tap ;; esac\nexec ip "$@"\n',
+      { mode: 0o755 },
+    );
+    try {
+      const error = failure(await createTap('br0', { netns, ipCommand: racingIp }));
+      expect(error.message).toMatch(/failed: ioctl\(TUNSETIFF\): Device or resource busy/u);
+      expect(value(await listOwnedTaps({ netns }))).toEqual(['ptap0']);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('removes a tap idempotently, and never an interface of another kind', async () => {

@@ -1,13 +1,13 @@
 import { spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { bundledNativePath } from '../../src/tender/lookup.js';
+import { bundledNativePath } from '../../src/host/native.js';
 import {
   decodeWaitStatus,
   type SpawnedChild,
   type SpawnRequest,
   spawnChild,
-} from '../../src/tender/spawner.js';
+} from '../../src/host/spawner.js';
 
 async function value(request: SpawnRequest): Promise<SpawnedChild> {
   const answer = await spawnChild(request);
@@ -83,6 +83,38 @@ describe('petrel-spawner', () => {
     const next = await value({ argv: ['true'], env, console: devNull });
     expect((await next.exit).code).toBe(0);
     expect(spawnerPids()).not.toContain(helpers[0]);
+  });
+
+  it('captures stdout and stderr apart, per child, all of it before the exit, with stdin given', async () => {
+    const script =
+      'read line; printf "out-%s-" "$line"; head -c 200000 /dev/zero | tr "\\0" x; printf "err-%s" "$line" >&2';
+    const children = await Promise.all(
+      Array.from({ length: 12 }, (_, i) =>
+        value({
+          argv: ['sh', '-c', script],
+          env,
+          console: { kind: 'capture', input: `n${i}\n`, maxOutputBytes: 1e6 },
+        }),
+      ),
+    );
+    for (const [i, child] of children.entries()) {
+      expect((await child.exit).code).toBe(0);
+      const out = Buffer.concat(child.output?.stdout ?? []).toString();
+      expect(out.startsWith(`out-n${i}-`)).toBe(true);
+      expect(out.length).toBe(`out-n${i}-`.length + 200_000);
+      expect(Buffer.concat(child.output?.stderr ?? []).toString()).toBe(`err-n${i}`);
+    }
+  });
+
+  it('kills a captured child whose output exceeds the limit, and says so', async () => {
+    const child = await value({
+      argv: ['sh', '-c', 'exec cat /dev/zero'],
+      env,
+      console: { kind: 'capture', input: '', maxOutputBytes: 100_000 },
+    });
+    expect(await child.exit).toEqual({ code: null, signal: 'SIGKILL' });
+    expect(child.output?.overflowed).toBe(true);
+    expect(Buffer.concat(child.output?.stdout ?? []).length).toBeLessThanOrEqual(100_000);
   });
 
   it('exits with a protocol error, naming it, on a malformed frame', () => {

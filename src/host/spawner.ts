@@ -1,7 +1,8 @@
-// petreld's side of native/build/petrel-spawner: one small helper process that forks the
-// tenders, so petreld itself never forks. A fork of petreld (a Node process of ~100 MB) cost
-// about 5 ms per tender on a virtualised host, plus copy-on-write faults afterwards; the
-// helper is a few hundred KB. The protocol is described in native/spawner/petrel-spawner.c.
+// petreld's side of native/build/petrel-spawner: one small helper process that starts the
+// tenders and the host commands (`ip`, `mkfifo`, a tender's `--version`), so petreld itself
+// never forks. A fork of petreld (a Node process of ~100 MB) cost about 5 ms per process on a
+// virtualised host, plus copy-on-write faults afterwards; the helper is a few hundred KB and
+// uses vfork. The protocol is described in native/spawner/petrel-spawner.c.
 //
 // The helper is started on first use and shared by the process. It keeps the event loop alive
 // only while a request or a child is outstanding. If it dies, its outstanding children are
@@ -14,13 +15,27 @@ import { constants as osConstants } from 'node:os';
 import type { Readable, Writable } from 'node:stream';
 import { getSystemErrorName } from 'node:util';
 import { err, ok, type PetrelError, type Result } from '../resources/errors.js';
-import { bundledNativePath } from './lookup.js';
+import { bundledNativePath } from './native.js';
 
-/** Where the child's stdin, stdout and stderr go. */
-export interface SpawnConsole {
-  /** `fifo`: a FIFO someone reads (else ENXIO); `file`: any file, opened for appending. */
-  readonly kind: 'fifo' | 'file';
-  readonly path: string;
+/**
+ * Where the child's stdin, stdout and stderr go: a FIFO someone reads (else ENXIO), a file
+ * opened for appending, or captured (stdout and stderr come back, stdin holds `input`).
+ */
+export type SpawnConsole =
+  | { readonly kind: 'fifo' | 'file'; readonly path: string }
+  | {
+      readonly kind: 'capture';
+      /** At most 4096 bytes (PIPE_BUF), no NUL. */
+      readonly input: string;
+      /** Beyond this many bytes of output the child is killed and `output.overflowed` set. */
+      readonly maxOutputBytes: number;
+    };
+
+/** What a captured child wrote. */
+export interface CapturedOutput {
+  readonly stdout: Buffer[];
+  readonly stderr: Buffer[];
+  overflowed: boolean;
 }
 
 export interface SpawnRequest {
@@ -36,6 +51,8 @@ export interface ChildExit {
 
 export interface SpawnedChild {
   readonly pid: number;
+  /** Captured children: their output so far, complete once `exit` resolves. */
+  readonly output: CapturedOutput | null;
   /** Resolves once the child exited and was reaped. Never rejects. */
   readonly exit: Promise<ChildExit>;
   /** Signals the child while it is unreaped; afterwards (its pid may be reused) does nothing. */
@@ -75,7 +92,12 @@ function spawnFrame(id: number, request: SpawnRequest): Result<Buffer, SpawnerEr
   const env = Object.entries(request.env)
     .filter((entry): entry is [string, string] => entry[1] !== undefined)
     .map(([key, value]) => `${key}=${value}`);
-  const strings = [request.console.path, ...request.argv, ...env];
+  const console = request.console;
+  const first = console.kind === 'capture' ? console.input : console.path;
+  if (console.kind === 'capture' && Buffer.byteLength(first) > 4096) {
+    return err('E_SPAWNER', 'the input of a captured command is limited to 4096 bytes');
+  }
+  const strings = [first, ...request.argv, ...env];
   if (strings.some((s) => s.includes('\0'))) {
     return err('E_SPAWNER', 'an argument, the console path or the environment contains a NUL byte');
   }
@@ -84,7 +106,7 @@ function spawnFrame(id: number, request: SpawnRequest): Result<Buffer, SpawnerEr
   head.writeUInt32LE(id, 1);
   head.writeUInt32LE(request.argv.length, 5);
   head.writeUInt32LE(env.length, 9);
-  head.write(request.console.kind === 'fifo' ? 'F' : 'A', 13, 'latin1');
+  head.write({ fifo: 'F', file: 'A', capture: 'C' }[console.kind], 13, 'latin1');
   return ok(frame(Buffer.concat([head, Buffer.from(`${strings.join('\0')}\0`)])));
 }
 
@@ -103,12 +125,15 @@ type Answer = Result<SpawnedChild, SpawnFailure | SpawnerError>;
 
 interface Outstanding {
   readonly resolve: (exit: ChildExit) => void;
+  readonly output: CapturedOutput | null;
+  /** Bytes still allowed before an overflow. */
+  room: number;
   reaped: boolean;
 }
 
 class Helper {
   readonly #process: ChildProcessByStdio<Writable, Readable, null>;
-  readonly #requests = new Map<number, (answer: Answer) => void>();
+  readonly #requests = new Map<number, { resolve: (answer: Answer) => void; request: SpawnRequest }>();
   readonly #children = new Map<number, Outstanding>();
   #nextId = 1;
   #buffered: Buffer = Buffer.alloc(0);
@@ -135,7 +160,7 @@ class Helper {
     const bytes = spawnFrame(id, request);
     if (!bytes.ok) return Promise.resolve(bytes);
     return new Promise((resolve) => {
-      this.#requests.set(id, resolve);
+      this.#requests.set(id, { resolve, request });
       this.#updateReference();
       this.#process.stdin.write(bytes.value);
     });
@@ -162,6 +187,8 @@ class Helper {
       const stage = body[5] === 'C'.charCodeAt(0) ? 'console' : 'exec';
       const errno = getSystemErrorName(-body.readInt32LE(6));
       this.#answer(body.readUInt32LE(1), { ok: false, error: { stage, errno } });
+    } else if (op === 'O' && body.length > 6) {
+      this.#output(body.readInt32LE(1), body[5] === 1 ? 'stdout' : 'stderr', body.subarray(6));
     } else if (op === 'X' && body.length === 9) {
       this.#exited(body.readInt32LE(1), decodeWaitStatus(body.readInt32LE(5)));
     } else {
@@ -171,9 +198,9 @@ class Helper {
   }
 
   #answer(id: number, answer: Answer): void {
-    const resolve = this.#requests.get(id);
+    const pending = this.#requests.get(id);
     this.#requests.delete(id);
-    resolve?.(answer);
+    pending?.resolve(answer);
   }
 
   #started(id: number, pid: number): void {
@@ -181,12 +208,17 @@ class Helper {
     const exit = new Promise<ChildExit>((resolve) => {
       resolveExit = resolve;
     });
-    const child: Outstanding = { resolve: resolveExit, reaped: false };
+    const console = this.#requests.get(id)?.request.console;
+    const captured = console?.kind === 'capture';
+    const output: CapturedOutput | null = captured ? { stdout: [], stderr: [], overflowed: false } : null;
+    const room = console?.kind === 'capture' ? console.maxOutputBytes : 0;
+    const child: Outstanding = { resolve: resolveExit, output, room, reaped: false };
     this.#children.set(pid, child);
     this.#answer(id, {
       ok: true,
       value: {
         pid,
+        output,
         exit,
         kill: (signal) => {
           if (child.reaped || !this.#alive) return;
@@ -194,6 +226,19 @@ class Helper {
         },
       },
     });
+  }
+
+  #output(pid: number, stream: 'stdout' | 'stderr', bytes: Buffer): void {
+    const child = this.#children.get(pid);
+    if (child?.output == null || child.output.overflowed) return;
+    if (bytes.length > child.room) {
+      child.output.overflowed = true;
+      this.#process.stdin.write(killFrame(pid, osConstants.signals.SIGKILL));
+      return;
+    }
+    child.room -= bytes.length;
+    // A copy: `bytes` is a view of the read buffer, which the next read replaces.
+    child.output[stream].push(Buffer.from(bytes));
   }
 
   #exited(pid: number, exit: ChildExit): void {
