@@ -97,12 +97,26 @@ export class Certificate implements PathCertificate {
     return this.#issuer;
   }
 
+  get extensions(): readonly RawExtension[] {
+    return this.fields.extensions;
+  }
+
   get notBefore(): Date {
     return this.fields.notBefore;
   }
 
   get notAfter(): Date {
     return this.fields.notAfter;
+  }
+
+  /**
+   * Takes the text of its issuer's name from `other` when `other`'s subject is the same bytes: a
+   * leaf's issuer is usually a kept intermediate, whose name is then printed once, not per leaf.
+   */
+  shareIssuerName(other: Certificate): void {
+    if (this.#issuer === undefined && sameBytes(this.fields.issuer, other.fields.subject)) {
+      this.#issuer = other.subject;
+    }
   }
 
   /** Whether `other`'s subject names this certificate's issuer (same bytes, or same text). */

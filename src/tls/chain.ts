@@ -168,6 +168,8 @@ export function verifyClientChain(
     }
     candidates.push({ parsed: parsed.value, isAnchor: sameBytes(der, anchor.der) });
   }
+  const leaf = (candidates[0] as Candidate).parsed.cert;
+  for (const candidate of candidates) leaf.shareIssuerName(candidate.parsed.cert);
   const search = new PathSearch(candidates, anchor, now);
   const found = search.walk([0]);
   if (found !== null) return ok(found.map((i) => (candidates[i] as Candidate).parsed.cert));

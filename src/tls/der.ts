@@ -211,9 +211,7 @@ export function decodeOid(bytes: Uint8Array): string {
 // Time (RFC 5280 §4.1.2.5): UTCTime through 2049, GeneralizedTime after, always in UTC ("Z")
 // with seconds. A GeneralizedTime fraction is accepted (older @peculiar/x509 CAs wrote one).
 
-const UTC_TIME = /^(\d\d)(\d\d)(\d\d)(\d\d)(\d\d)(\d\d)Z$/;
-const GENERALIZED_TIME = /^(\d{4})(\d\d)(\d\d)(\d\d)(\d\d)(\d\d)(?:\.(\d{1,9}))?Z$/;
-
+/** Reads the next element as a Time; digits are read from the bytes, the text built only for errors. */
 function readTime(reader: Reader, what: string): Date {
   const at = reader.offset;
   const tag = reader.peek();
@@ -223,26 +221,40 @@ function readTime(reader: Reader, what: string): Date {
   }
   reader.next();
   const { start, end } = contentOf(reader);
-  let text = '';
-  for (let i = start; i < end; i++) text += String.fromCharCode(reader.bytes[i] as number);
+  const bytes = reader.bytes;
+  let i = start;
+  /** The next `n` digits as a number; -1 when they are not all there. */
+  const digits = (n: number): number => {
+    let value = 0;
+    for (const stop = i + n; i < stop; i++) {
+      const d = i < end ? (bytes[i] as number) - 0x30 : -1;
+      if (d < 0 || d > 9) return -1;
+      value = value * 10 + d;
+    }
+    return value;
+  };
   const utc = tag === TAG.UTC_TIME;
-  const m = (utc ? UTC_TIME : GENERALIZED_TIME).exec(text);
-  if (m === null) fault('E_WIRE_TIME', `invalid ${describeTag(tag)} ${JSON.stringify(text)} (${what})`, at);
-  const [year, month, day, hour, minute, second] = m.slice(1, 7).map(Number) as [
-    number,
-    number,
-    number,
-    number,
-    number,
-    number,
-  ];
-  const fullYear = utc ? (year >= 50 ? 1900 + year : 2000 + year) : year;
-  const millis = m[7] === undefined ? 0 : Number(m[7].slice(0, 3).padEnd(3, '0'));
+  const year = digits(utc ? 2 : 4);
+  const fields = [digits(2), digits(2), digits(2), digits(2), digits(2)];
+  let millis = 0;
+  if (!utc && bytes[i] === 0x2e && i < end) {
+    i++;
+    const from = i;
+    const fraction = digits(Math.min(9, end - 1 - i));
+    const length = i - from;
+    if (fraction < 0 || length === 0) millis = -1;
+    else millis = length <= 3 ? fraction * 10 ** (3 - length) : Math.floor(fraction / 10 ** (length - 3));
+  }
+  const text = (): string => JSON.stringify(Buffer.from(bytes.subarray(start, end)).toString('latin1'));
+  if (year < 0 || millis < 0 || fields.includes(-1) || i !== end - 1 || bytes[i] !== 0x5a) {
+    fault('E_WIRE_TIME', `invalid ${describeTag(tag)} ${text()} (${what})`, at);
+  }
+  const [month, day, hour, minute, second] = fields as [number, number, number, number, number];
   const date = new Date(0);
-  date.setUTCFullYear(fullYear, month - 1, day);
+  date.setUTCFullYear(utc ? (year >= 50 ? 1900 + year : 2000 + year) : year, month - 1, day);
   date.setUTCHours(hour, minute, second, millis);
   if (month < 1 || month > 12 || date.getUTCDate() !== day || hour > 23 || minute > 59 || second > 59) {
-    fault('E_WIRE_TIME', `impossible ${describeTag(tag)} ${JSON.stringify(text)} (${what})`, at);
+    fault('E_WIRE_TIME', `impossible ${describeTag(tag)} ${text()} (${what})`, at);
   }
   return date;
 }

@@ -4,9 +4,10 @@
 import { err, ok, type Result } from '../resources/errors.js';
 import { childName, type Name, type Path, parseLabel, pathName, printPath } from '../resources/name.js';
 import { isSubPolicy, type Policy } from '../resources/policy.js';
-import { decodeCertExtension, findCertExtension } from '../wire/index.js';
+import { ALBATROSS_OID, decodeCertExtension, findCertExtension } from '../wire/index.js';
 import type { Command, CommandType } from '../wire/types.js';
 import { MAX_CHAIN } from './chain.js';
+import type { RawExtension } from './der.js';
 import type { TlsError } from './errors.js';
 
 /** What identity derivation reads from a certificate (chain.ts's PathCertificate has it). */
@@ -14,6 +15,8 @@ export interface CertificateView {
   readonly der: Uint8Array;
   /** null: the subject has no CN at all, which is not the same as an empty CN. */
   readonly commonName: string | null;
+  /** Its extensions, when already read (a verified path's are): `der` is then not walked again. */
+  readonly extensions?: readonly RawExtension[];
 }
 
 export interface ChainPolicy {
@@ -132,9 +135,27 @@ function leafName(path: Path, cn: string | null, command: Command): Result<Name,
   return ok(childName(path, label.value));
 }
 
+/**
+ * Commands already decoded, by certificate: the same intermediate objects come back on every
+ * connection of a delegation chain (chain.ts keeps them), and their bytes never change.
+ */
+const decoded = new WeakMap<CertificateView, Result<Command | null, TlsError>>();
+
 /** The command in a certificate's Albatross extension; null when it has none. */
 export function certificateCommand(cert: CertificateView): Result<Command | null, TlsError> {
-  const found = findCertExtension(cert.der);
+  let command = decoded.get(cert);
+  if (command === undefined) {
+    command = decodeCommand(cert);
+    decoded.set(cert, command);
+  }
+  return command;
+}
+
+function decodeCommand(cert: CertificateView): Result<Command | null, TlsError> {
+  const found =
+    cert.extensions === undefined
+      ? findCertExtension(cert.der)
+      : ok(cert.extensions.find((e) => e.oid === ALBATROSS_OID) ?? null);
   if (!found.ok) return err('E_TLS_EXTENSION', found.error.message);
   if (found.value === null) return ok(null);
   if (found.value.critical) {

@@ -147,6 +147,11 @@ describe('validity times (RFC 5280 §4.1.2.5)', () => {
     );
     const g = readCertificate(at(generalizedTime('20500101000000.25Z'))).notBefore;
     expect(g.toISOString()).toBe('2050-01-01T00:00:00.250Z');
+    const nine = readCertificate(at(generalizedTime('20500101000000.123456789Z'))).notBefore;
+    expect(nine.toISOString()).toBe('2050-01-01T00:00:00.123Z');
+    expect(readCertificate(at(generalizedTime('20240229120000Z'))).notBefore.toISOString()).toBe(
+      '2024-02-29T12:00:00.000Z',
+    );
     expect(readCertificate(at(generalizedTime('00050101000000Z'))).notBefore.getUTCFullYear()).toBe(5);
   });
 
@@ -156,6 +161,11 @@ describe('validity times (RFC 5280 §4.1.2.5)', () => {
     ['with a zone offset', utcTime('250101000000+0100')],
     ['GeneralizedTime without seconds', generalizedTime('205001010000Z')],
     ['GeneralizedTime in local time', generalizedTime('20500101000000')],
+    ['an empty fraction', generalizedTime('20500101000000.Z')],
+    ['a fraction of ten digits', generalizedTime('20500101000000.1234567890Z')],
+    ['a fraction in a UTCTime', utcTime('250101000000.5Z')],
+    ['a sign in a digit', utcTime('25-101000000Z')],
+    ['an empty time', utcTime('')],
   ])('refused: %s', (_what, time) => {
     expect(refusal(at(time))).toMatchObject({
       code: 'E_WIRE_TIME',
@@ -165,6 +175,8 @@ describe('validity times (RFC 5280 §4.1.2.5)', () => {
 
   it.each([
     ['February 30', utcTime('250230000000Z')],
+    ['February 29 of 2025', utcTime('250229000000Z')],
+    ['day 0', utcTime('250100000000Z')],
     ['month 13', utcTime('251301000000Z')],
     ['hour 24', utcTime('250101240000Z')],
     ['second 60', generalizedTime('20500101000060Z')],
