@@ -16,6 +16,9 @@
 // Guests are not involved; on hosts without /dev/kvm the boot canary runs on the fake-kvm TEST
 // DOUBLE of test/engine/guest.ts.
 //
+// Each figure comes with the daemon's CPU time per session (this process, all threads, while the
+// sessions ran): unlike latency, it hardly depends on what else the machine is running.
+//
 // Run: npm run bench -- tls   (BENCH_TLS_SESSIONS sets the sequential count, default 10000;
 // BENCH_TLS_WORKERS the worker processes of the concurrent run, default 10)
 
@@ -60,6 +63,8 @@ interface Outcome {
   /** Milliseconds per session, client-observed. */
   readonly times: number[];
   readonly errors: string[];
+  /** The daemon's CPU time (this process, every thread) while the sessions ran, in ms. */
+  readonly cpu?: { readonly user: number; readonly system: number };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -160,9 +165,15 @@ async function runWorkers(job: Job, workers: number): Promise<Outcome> {
   for (const child of children) child.send(job);
   await Promise.all(ready);
   const done = children.map(next);
+  const before = process.cpuUsage();
   for (const child of children) child.send('go');
   const outcomes = (await Promise.all(done)) as Outcome[];
-  return { times: outcomes.flatMap((o) => o.times), errors: outcomes.flatMap((o) => o.errors) };
+  const { user, system } = process.cpuUsage(before);
+  return {
+    times: outcomes.flatMap((o) => o.times),
+    errors: outcomes.flatMap((o) => o.errors),
+    cpu: { user: user / 1000, system: system / 1000 },
+  };
 }
 
 const quantile = (sorted: readonly number[], q: number): number =>
@@ -177,8 +188,14 @@ function report(label: string, outcome: Outcome, target: string): void {
   const sorted = [...outcome.times].sort((a, b) => a - b);
   const p50 = quantile(sorted, 0.5).toFixed(2);
   const p99 = quantile(sorted, 0.99).toFixed(2);
+  const cpu = outcome.cpu;
+  const perSession = (ms: number): string => (ms / Math.max(1, sorted.length)).toFixed(2);
+  const daemon =
+    cpu === undefined
+      ? ''
+      : `, daemon CPU ${perSession(cpu.user + cpu.system)} ms/session (user ${perSession(cpu.user)}, system ${perSession(cpu.system)})`;
   console.log(
-    `${label}: ${sorted.length} sessions, p50 ${p50} ms, p99 ${p99} ms, errors ${outcome.errors.length}` +
+    `${label}: ${sorted.length} sessions, p50 ${p50} ms, p99 ${p99} ms, errors ${outcome.errors.length}${daemon}` +
       `  [target ${target}; load average ${load()}]`,
   );
   for (const message of [...new Set(outcome.errors)].slice(0, 5)) console.log(`  error: ${message}`);
@@ -289,11 +306,13 @@ async function main(): Promise<void> {
     const samples = [first];
     const steps = 10;
     const step = Math.ceil(SEQUENTIAL / steps);
-    const all: Outcome = { times: [], errors: [] };
+    const all = { times: [] as number[], errors: [] as string[], cpu: { user: 0, system: 0 } };
     for (let i = 0; i < steps; i++) {
       const outcome = await runWorkers({ server, kind: 'petrel', clients: 1, sessions: step }, 1);
       all.times.push(...outcome.times);
       all.errors.push(...outcome.errors);
+      all.cpu.user += outcome.cpu?.user ?? 0;
+      all.cpu.system += outcome.cpu?.system ?? 0;
       samples.push(await settledRss());
     }
     report(`petrel: ${steps * step} sequential sessions`, all, 'no errors');
