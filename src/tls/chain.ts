@@ -3,7 +3,7 @@
 // look-alike (same subject, other key) never stands in for the real intermediate (semantics §14.1).
 // Synchronous: certificates are read by der.ts and signatures checked by node:crypto.
 
-import { createPublicKey, type KeyObject } from 'node:crypto';
+import { createHash, createPublicKey, type KeyObject } from 'node:crypto';
 import { err, ok, type Result } from '../resources/errors.js';
 import {
   type Certificate,
@@ -80,8 +80,8 @@ interface Parsed {
 
 /**
  * Issuer certificates come back on every connection of a client (its delegation chain), so the
- * last few read are kept, keyed by their DER itself. Leaves are fresh each time (and may carry
- * an image), so they are not kept.
+ * last few read are kept, keyed by the SHA-256 of their DER (a key of fixed size, whatever a
+ * client sends). Leaves are fresh each time (and may carry an image), so they are not kept.
  */
 const ISSUER_CACHE_SIZE = 128;
 const issuerCache = new Map<string, Parsed>();
@@ -92,7 +92,7 @@ function parse(der: Uint8Array, keep: boolean): Result<Parsed, TlsError> {
     const read = parseCertificate(der);
     return read.ok ? ok({ cert: read.value }) : read;
   }
-  const key = Buffer.from(der.buffer, der.byteOffset, der.byteLength).toString('latin1');
+  const key = createHash('sha256').update(der).digest('base64');
   const cached = issuerCache.get(key);
   if (cached !== undefined) {
     issuerCache.delete(key);

@@ -104,6 +104,7 @@ export function readCertificate(der: Uint8Array): CertificateDer {
 function readExtensions(reader: Reader): RawExtension[] {
   const list = reader.enter(TAG.SEQUENCE, 'Extensions');
   const extensions: RawExtension[] = [];
+  const seen = new Set<string>();
   while (!list.atEnd()) {
     const at = list.offset;
     const extension = list.enter(TAG.SEQUENCE, 'Extension');
@@ -111,7 +112,8 @@ function readExtensions(reader: Reader): RawExtension[] {
     const critical = extension.peek() === TAG.BOOLEAN ? extension.boolean('critical') : false;
     const value = extension.octets('extnValue');
     extension.done();
-    if (extensions.some((e) => e.oid === oid)) fault('E_WIRE_CERT', `extension ${oid} appears twice`, at);
+    if (seen.has(oid)) fault('E_WIRE_CERT', `extension ${oid} appears twice`, at);
+    seen.add(oid);
     // The Albatross extension is decoded by identity.ts, which names what is wrong with it.
     const start = value.byteOffset - list.bytes.byteOffset;
     if (oid !== ALBATROSS_OID) checkWellFormed(list.bytes, start, start + value.length);
