@@ -68,6 +68,27 @@ export type EngineResponse =
   | { readonly kind: 'stream'; readonly reply: Reply; readonly data: AsyncIterable<Data> };
 
 export const reply = (r: Reply): EngineResponse => ({ kind: 'reply', reply: r });
+
+const READ_ONLY: ReadonlySet<Command['type']> = new Set([
+  'unikernel-info',
+  'unikernel-get',
+  'policy-info',
+  'block-info',
+]);
+
+/**
+ * Answered without changing anything: a query, or the policy a TLS session re-installs on every
+ * connection. Logged at debug: at info they were most of the log (the TLS endpoint logs each
+ * session's request and outcome at info already), and each line costs a write.
+ */
+function changedNothing(command: Command, response: EngineResponse): boolean {
+  if (READ_ONLY.has(command.type)) return true;
+  return (
+    response.kind === 'reply' &&
+    response.reply.type === 'string' &&
+    response.reply.text === TEXT.policyUnchanged
+  );
+}
 export const text = (t: string): EngineResponse => reply({ type: 'string', text: t });
 export const failure = (message: string): EngineResponse => ({ kind: 'failure', message });
 
@@ -185,6 +206,7 @@ export class Engine {
     });
     if (response.kind === 'failure')
       this.#log.info({ ...fields, reason: response.message }, 'command refused');
+    else if (changedNothing(command, response)) this.#log.debug(fields, 'command done');
     else this.#log.info(fields, 'command done');
     return response;
   }

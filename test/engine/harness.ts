@@ -100,6 +100,8 @@ export async function makeEngine(
     restart?: ConstructorParameters<typeof Engine>[0]['restart'];
     /** The hvt tender; default the test tender of guest.ts. */
     tenderHvt?: string;
+    /** Where the engine logs; default silent (PETREL_TEST_LOG sets a level). */
+    log?: pino.Logger;
   } = {},
   shared?: { dir: string; netns: ReturnType<typeof makeNetns> },
 ): Promise<TestEngine> {
@@ -108,7 +110,7 @@ export async function makeEngine(
   const runDir = path.join(dir, 'run');
   const stateDir = path.join(dir, 'state');
   const tender = options.tenderHvt ?? (await testTender(dir));
-  const log = pino({ level: process.env.PETREL_TEST_LOG ?? 'silent' });
+  const log = options.log ?? pino({ level: process.env.PETREL_TEST_LOG ?? 'silent' });
   const real = createHost({
     runDir,
     stateDir,
