@@ -16,6 +16,9 @@
 // Guests are not involved; on hosts without /dev/kvm the boot canary runs on the fake-kvm TEST
 // DOUBLE of test/engine/guest.ts.
 //
+// The same handshake sessions also run against a bare node:tls server with the endpoint's TLS
+// options (the floor: what any Node endpoint costs on this machine, under the same load).
+//
 // Each figure comes with the daemon's CPU time per session (this process, all threads, while the
 // sessions ran): unlike latency, it hardly depends on what else the machine is running.
 //
@@ -23,10 +26,12 @@
 // BENCH_TLS_WORKERS the worker processes of the concurrent run, default 10)
 
 import { type ChildProcess, fork } from 'node:child_process';
+import { constants } from 'node:crypto';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import type { AddressInfo } from 'node:net';
 import { loadavg, tmpdir } from 'node:os';
 import path from 'node:path';
-import { connect, createSecureContext } from 'node:tls';
+import { connect, createSecureContext, createServer } from 'node:tls';
 import { fileURLToPath } from 'node:url';
 import pino from 'pino';
 import { buildConfig } from '../src/daemon/config.js';
@@ -40,7 +45,7 @@ import { createRemoteTransport, type RemoteTransportOptions } from '../src/tls/c
 import { exportPrivateKey, generateKey, importPrivateKey } from '../src/tls/keys.js';
 import { createRootCa, days, issue, issueCommandLeaf, issueDelegation, validityFor } from '../src/tls/pki.js';
 import { x509 } from '../src/tls/x509.js';
-import { decodeWire, FrameReader } from '../src/wire/index.js';
+import { decodeWire, encodeWire, FrameReader, frame } from '../src/wire/index.js';
 import { kvmUsable, testTender } from '../test/engine/guest.js';
 import { makeNetns } from '../test/engine/harness.js';
 
@@ -249,6 +254,44 @@ async function pki(
   return files;
 }
 
+/**
+ * The floor: a node:tls server with the endpoint's TLS options (TLS 1.3 only, a client
+ * certificate requested, no tickets) that reads the client's chain as the endpoint must and
+ * answers every session with one fixed reply frame: what any Node TLS endpoint costs here,
+ * measured under the same load, beside petreld's figures.
+ */
+async function bareTlsServer(files: {
+  server: string;
+  serverKey: string;
+}): Promise<{ port: number; close(): void }> {
+  const answer = frame(
+    unwrap(
+      encodeWire({
+        header: { version: 5, sequence: 0n, name: ROOT },
+        payload: { kind: 'reply', reply: { type: 'string', text: 'floor' } },
+      }),
+    ),
+  );
+  const server = createServer(
+    {
+      cert: await readFile(files.server),
+      key: await readFile(files.serverKey),
+      ca: [],
+      requestCert: true,
+      rejectUnauthorized: false,
+      minVersion: 'TLSv1.3',
+      maxVersion: 'TLSv1.3',
+      secureOptions: constants.SSL_OP_NO_TICKET,
+    },
+    (socket) => {
+      socket.getPeerCertificate(true);
+      socket.end(answer);
+    },
+  );
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return { port: (server.address() as AddressInfo).port, close: () => server.close() };
+}
+
 /** Without KVM the probe's kvm answer is replaced (TEST DOUBLE, with the fake-kvm tender). */
 const probe = async (options: ProbeOptions) => {
   const found = await probeHost(options);
@@ -310,6 +353,24 @@ async function main(): Promise<void> {
         await runWorkers({ server, kind, clients: perWorker, sessions: 20 }, WORKERS),
         'p99 ≤ 50 ms',
       );
+    }
+
+    const floor = await bareTlsServer(files);
+    try {
+      const bare = { ...server, port: floor.port };
+      await runWorkers({ server: bare, kind: 'handshake', clients: 1, sessions: DAEMON_WARM_UP / 2 }, 1);
+      report(
+        'floor, bare node:tls server, handshake: 1 client',
+        await runWorkers({ server: bare, kind: 'handshake', clients: 1, sessions: 1000 }, 1),
+        'none: the same sessions without Petrel',
+      );
+      report(
+        `floor, bare node:tls server, handshake: 50 concurrent clients × 20 sessions`,
+        await runWorkers({ server: bare, kind: 'handshake', clients: perWorker, sessions: 20 }, WORKERS),
+        'none: the same sessions without Petrel',
+      );
+    } finally {
+      floor.close();
     }
 
     const first = await settledRss();
