@@ -5,10 +5,10 @@
 // commit cost 3 ms. Here the whole sequence is one message to a thread that makes the calls
 // synchronously: one round trip, and the event loop never waits on a disk.
 //
-// The bytes travel through one shared staging buffer (grown to the largest write seen), copied
-// in here and written out by the thread: handing each write's bytes to the thread instead left
-// them to its garbage collector, which let tens of megabytes of dead copies stay resident.
-// Requests therefore run one after another, as the thread would run them anyway.
+// The bytes are copied into an ArrayBuffer of their own, moved (transferred, not cloned) to the
+// thread, and moved back with the answer, so they die here, where collections are frequent. A
+// copy cloned into the thread waited for the thread's rare collections, and tens of megabytes
+// of them stayed resident; a staging buffer kept for reuse would stay at the largest state.
 
 import { Worker } from 'node:worker_threads';
 
@@ -44,17 +44,17 @@ export type ReplaceOutcome =
   | { readonly ok: true; readonly previous: PreviousContent | null }
   | { readonly ok: false; readonly failure: ReplaceFailure };
 
-/** A request as it crosses to the thread: its bytes are the first `length` of `staging`. */
+/** A request as it crosses to the thread; `data` owns its ArrayBuffer, which is moved. */
 interface Message {
   readonly id: number;
-  readonly request: Omit<ReplaceRequest, 'data'>;
-  readonly staging: SharedArrayBuffer;
-  readonly length: number;
+  readonly request: ReplaceRequest;
 }
 
+/** The answer, with the request's bytes moved back. */
 interface Envelope {
   readonly id: number;
   readonly outcome: ReplaceOutcome;
+  readonly data: Uint8Array;
 }
 
 /**
@@ -153,10 +153,10 @@ function threadMain(): void {
     return previous;
   };
 
-  parentPort?.on('message', ({ id, request, staging, length }: Message) => {
+  parentPort?.on('message', ({ id, request }: Message) => {
     let outcome: ReplaceOutcome;
     try {
-      outcome = { ok: true, previous: replace({ ...request, data: new Uint8Array(staging, 0, length) }) };
+      outcome = { ok: true, previous: replace(request) };
     } catch (cause) {
       const known = typeof cause === 'object' && cause !== null && 'step' in cause;
       outcome = {
@@ -164,17 +164,15 @@ function threadMain(): void {
         failure: known ? (cause as ReplaceFailure) : failure('replace', request.file, cause),
       };
     }
-    parentPort?.postMessage({ id, outcome } satisfies Envelope);
+    const data = request.data;
+    parentPort?.postMessage({ id, outcome, data } satisfies Envelope, [data.buffer as ArrayBuffer]);
   });
 }
 
-/** The running thread, the requests it has not answered, and the staging buffer. */
+/** The running thread and the requests it has not answered. */
 interface FileThread {
   readonly worker: Worker;
   readonly waiting: Map<number, (outcome: ReplaceOutcome) => void>;
-  staging: SharedArrayBuffer;
-  /** The request in flight (the staging buffer is its until it is answered). */
-  busy: Promise<unknown>;
 }
 
 let current: FileThread | null = null;
@@ -182,12 +180,7 @@ let nextId = 0;
 
 function start(): FileThread {
   const worker = new Worker(`(${threadMain.toString()})()`, { eval: true });
-  const started: FileThread = {
-    worker,
-    waiting: new Map(),
-    staging: new SharedArrayBuffer(64 * 1024),
-    busy: Promise.resolve(),
-  };
+  const started: FileThread = { worker, waiting: new Map() };
   worker.on('message', ({ id, outcome }: Envelope) => {
     const resolve = started.waiting.get(id);
     started.waiting.delete(id);
@@ -207,26 +200,16 @@ function start(): FileThread {
   return started;
 }
 
-function send(thread: FileThread, request: ReplaceRequest): Promise<ReplaceOutcome> {
-  const { data, ...rest } = request;
-  if (thread.staging.byteLength < data.length) {
-    thread.staging = new SharedArrayBuffer(2 ** Math.ceil(Math.log2(data.length)));
-  }
-  new Uint8Array(thread.staging).set(data);
-  const id = nextId++;
-  thread.worker.ref();
-  return new Promise((resolve) => {
-    thread.waiting.set(id, resolve);
-    const message: Message = { id, request: rest, staging: thread.staging, length: data.length };
-    thread.worker.postMessage(message);
-  });
-}
-
 /** Runs one replacement on the file thread (started on first use; idle, it holds nothing open). */
 export function replaceOnThread(request: ReplaceRequest): Promise<ReplaceOutcome> {
   current ??= start();
   const thread = current;
-  const outcome = thread.busy.then(() => send(thread, request));
-  thread.busy = outcome;
-  return outcome;
+  const id = nextId++;
+  const data = new Uint8Array(request.data); // a copy that owns its buffer, to be moved
+  thread.worker.ref();
+  return new Promise((resolve) => {
+    thread.waiting.set(id, resolve);
+    const message: Message = { id, request: { ...request, data } };
+    thread.worker.postMessage(message, [data.buffer]);
+  });
 }
