@@ -5,6 +5,7 @@
 import { createPrivateKey, X509Certificate } from 'node:crypto';
 import { lstat, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
+import { spawnerProgram } from '../host/spawner.js';
 import { err, type PetrelError } from '../resources/errors.js';
 import {
   type CapabilityName,
@@ -15,7 +16,6 @@ import {
   probeHost,
   usableTender,
 } from '../tender/probe.js';
-import { spawnerProgram } from '../host/spawner.js';
 import { keyPath, type PetrelConfig, socketPaths } from './config.js';
 
 export type CheckStatus = 'PASS' | 'FAIL' | 'WARN';

@@ -12,9 +12,9 @@ import {
   removePidRecord,
   writePidRecord,
 } from '../host/pidrecord.js';
+import { type SpawnConsole, spawnChild } from '../host/spawner.js';
 import { err, ok, type PetrelError, type Result } from '../resources/errors.js';
 import type { Name } from '../resources/name.js';
-import { type SpawnConsole, spawnChild } from '../host/spawner.js';
 
 /** How a tender ended. `sentSignal` is the last signal Petrel sent it, so that hvt's exit 1
  * after our SIGTERM (solo5.md §1.9) is not mistaken for a failure. */
