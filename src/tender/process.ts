@@ -106,20 +106,15 @@ export async function spawnTender(options: SpawnOptions): Promise<Result<TenderP
     };
     void child.exit.then(({ code, signal }) => done(code, signal));
   });
-  // The record step below may still be running when the tender exits; shutdown waits for it,
-  // so that once shutdown resolves no record of this process is left.
-  let recordSettled: () => void = () => undefined;
-  const recordStep = new Promise<void>((resolve) => {
-    recordSettled = resolve;
-  });
-  const shutdown = Promise.all([exit, recordStep]).then(([status]) => {
+  // The record is written synchronously below, before any exit can be handled, so shutdown
+  // (which drops it) always sees it: once shutdown resolves no record of this process is left.
+  const shutdown = exit.then((status) => {
     if (record !== null) dropRecord(record);
     return status;
   });
 
   const startTime = processStartTime(child.pid);
   if (options.record !== undefined && !startTime.ok && !exited) {
-    recordSettled();
     child.kill('SIGKILL');
     await shutdown;
     return startTime;
@@ -127,14 +122,12 @@ export async function spawnTender(options: SpawnOptions): Promise<Result<TenderP
   if (options.record !== undefined && startTime.ok) {
     const written = writePidRecord(options.record.runDir, options.record.name, child.pid, startTime.value);
     if (!written.ok) {
-      recordSettled();
       child.kill('SIGKILL');
       await shutdown;
       return written;
     }
     record = written.value.value;
   }
-  recordSettled();
 
   let stopping: Promise<TenderExit> | null = null;
   const send = (signal: 'SIGTERM' | 'SIGKILL'): void => {
