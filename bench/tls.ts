@@ -39,14 +39,13 @@ import { createDaemon, type Daemon } from '../src/daemon/daemon.js';
 import { unwrap } from '../src/resources/errors.js';
 import { parseName } from '../src/resources/name.js';
 import { makePolicy } from '../src/resources/policy.js';
-import { type ProbeOptions, probeHost } from '../src/tender/probe.js';
 import { decodeDer } from '../src/tls/certs.js';
 import { createRemoteTransport, type RemoteTransportOptions } from '../src/tls/client.js';
 import { exportPrivateKey, generateKey, importPrivateKey } from '../src/tls/keys.js';
 import { createRootCa, days, issue, issueCommandLeaf, issueDelegation, validityFor } from '../src/tls/pki.js';
 import { x509 } from '../src/tls/x509.js';
 import { decodeWire, encodeWire, FrameReader, frame } from '../src/wire/index.js';
-import { kvmUsable, testTender } from '../test/engine/guest.js';
+import { kvmUsable, probeWithFakeKvm as probe, testTender } from '../test/engine/guest.js';
 import { makeNetns } from '../test/engine/harness.js';
 
 const SEQUENTIAL = Number(process.env.BENCH_TLS_SESSIONS ?? 10_000);
@@ -291,14 +290,6 @@ async function bareTlsServer(files: {
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   return { port: (server.address() as AddressInfo).port, close: () => server.close() };
 }
-
-/** Without KVM the probe's kvm answer is replaced (TEST DOUBLE, with the fake-kvm tender). */
-const probe = async (options: ProbeOptions) => {
-  const found = await probeHost(options);
-  if (kvmUsable) return found;
-  const { kvm: _absent, ...problems } = found.problems;
-  return { ...found, kvm: true, problems };
-};
 
 async function main(): Promise<void> {
   const dir = await mkdtemp(path.join(tmpdir(), 'petrel-bench-tls-'));

@@ -10,16 +10,8 @@ import { buildConfig } from '../../src/daemon/config.js';
 import { createDaemon, type Daemon, type StartReport } from '../../src/daemon/daemon.js';
 import type { PetrelError, Result } from '../../src/resources/errors.js';
 import { unwrap } from '../../src/resources/errors.js';
-import { type ProbeOptions, probeHost } from '../../src/tender/probe.js';
-import { kvmUsable, testTender } from '../engine/guest.js';
+import { probeWithFakeKvm as probe, testTender } from '../engine/guest.js';
 import { makeNetns } from '../engine/harness.js';
-
-export const probe = async (options: ProbeOptions) => {
-  const report = await probeHost(options);
-  if (kvmUsable) return report;
-  const { kvm: _absent, ...problems } = report.problems;
-  return { ...report, kvm: true, problems };
-};
 
 /**
  * Creates and starts a daemon with `<dir>/state` and `<dir>/run`; `flags` are petreld's

@@ -9,6 +9,7 @@ import { existsSync } from 'node:fs';
 import { chmod, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { type ProbeOptions, probeHost } from '../../src/tender/probe.js';
 import { kvmUsable } from '../native/kvm.js';
 
 /** The repository root: the nearest directory with a package.json (also from dist/). */
@@ -74,4 +75,16 @@ FAKEKVM_SCRIPT="$s" LD_PRELOAD='${path.join(build, 'fake-kvm.so')}' exec "$HVT" 
   );
   await chmod(wrapper, 0o755);
   return wrapper;
+}
+
+/**
+ * petreld's capability probe for tests and benchmarks that start a daemon: on a host without
+ * /dev/kvm its kvm answer is replaced (TEST DOUBLE, matching the fake-kvm tender above). With
+ * KVM it is the real probe.
+ */
+export async function probeWithFakeKvm(options: ProbeOptions) {
+  const report = await probeHost(options);
+  if (kvmUsable) return report;
+  const { kvm: _absent, ...problems } = report.problems;
+  return { ...report, kvm: true, problems };
 }

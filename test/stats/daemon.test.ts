@@ -10,19 +10,10 @@ import { buildConfig } from '../../src/daemon/config.js';
 import { createDaemon, type Daemon } from '../../src/daemon/daemon.js';
 import { unwrap } from '../../src/resources/errors.js';
 import { parseName } from '../../src/resources/name.js';
-import { type ProbeOptions, probeHost } from '../../src/tender/probe.js';
 import { commandFrame, type Exchange, open, request, said } from '../daemon/client.js';
-import { build, canaryNetImage, guestMode, kvmUsable, testTender } from '../engine/guest.js';
+import { build, canaryNetImage, guestMode, probeWithFakeKvm as probe, testTender } from '../engine/guest.js';
 import { canaryConfig, makeNetns } from '../engine/harness.js';
 import { ipIn, sendFrames, statsOf, until } from './helpers.js';
-
-/** Without /dev/kvm the probe's kvm answer is replaced (TEST DOUBLE, as in test/daemon). */
-const probe = async (options: ProbeOptions) => {
-  const report = await probeHost(options);
-  if (kvmUsable) return report;
-  const { kvm: _absent, ...problems } = report.problems;
-  return { ...report, kvm: true, problems };
-};
 
 let dir: string;
 let netns: ReturnType<typeof makeNetns>;

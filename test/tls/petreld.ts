@@ -14,8 +14,7 @@ import { createDaemon, type Daemon, type StartReport } from '../../src/daemon/da
 import { unwrap } from '../../src/resources/errors.js';
 import { createRemoteTransport } from '../../src/tls/client.js';
 import type { Transport } from '../../src/wire/exchange.js';
-import { probe } from '../daemon/start.js';
-import { testTender } from '../engine/guest.js';
+import { probeWithFakeKvm as probe, testTender } from '../engine/guest.js';
 import { makeNetns } from '../engine/harness.js';
 
 /** `petrel ca ARGS...`; throws with its stderr when it fails. */
