@@ -4,8 +4,8 @@
 # ./.petrel): probe, preflight, boot canary, ready for clients on the local sockets and on
 # mutual TLS at 127.0.0.1:${PETREL_TLS_PORT:-1025}. Ctrl-C stops it; the state stays.
 #
-# Runtimes: hvt (solo5 hvt guests) needs a usable /dev/kvm; spt (sandboxed-process guests under
-# the bundled petrel-spt) needs none. Set PETREL_RUNTIMES to choose; by default this script
+# Runtimes: hvt (solo5 hvt guests) needs a usable /dev/kvm; spt (solo5 spt guests, ABI 2, as
+# sandboxed processes under solo5-spt or the bundled petrel-spt) needs none. Set PETREL_RUNTIMES to choose; by default this script
 # picks hvt,spt when /dev/kvm opens and spt otherwise, and SAYS which it picked — petreld itself
 # never falls back: a runtime it is given and cannot serve stops it, naming what is missing.
 #   PETREL_SKIP_INSTALL=1   skip the install and build steps (already done)
@@ -29,7 +29,7 @@ if [ -z "${PETREL_RUNTIMES:-}" ]; then
     PETREL_RUNTIMES=hvt,spt
   else
     PETREL_RUNTIMES=spt
-    echo "quickstart: /dev/kvm cannot be opened here, so only spt guests (petrel-spt) will run;" >&2
+    echo "quickstart: /dev/kvm cannot be opened here, so only spt guests (solo5 spt unikernels, ABI 2) will run;" >&2
     echo "quickstart: set PETREL_RUNTIMES=hvt to make petreld refuse to start without KVM instead." >&2
   fi
 fi

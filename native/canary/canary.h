@@ -23,9 +23,15 @@ extern uint64_t entry_state[18];
 void plat_init(const void *boot_arg);
 const char *plat_cmdline(void);
 const struct mft *plat_manifest(void);
-/* Microseconds from the start of the VM (hvt) or the tender (spt) to the
- * guest's first instruction. */
+/* hvt: microseconds from the start of the VM to the guest's first
+ * instruction (hvt.c). */
 uint64_t plat_boot_us(void);
+/* The second line of hello, what the platform can truthfully tell about its
+ * start, and the wall clock. hvt (hello-hvt.c): "petrel-canary boot_us=N
+ * walltime_ns=N". spt (spt.c), whose tender passes no start time:
+ * "petrel-canary entry_ns=N walltime_ns=N", N the host's CLOCK_MONOTONIC when
+ * the canary's code began. */
+void plat_hello_line(void);
 /* Write to the console; best effort. */
 void plat_puts(const char *buf, size_t len);
 /* Wait until a network device is readable or timeout_ns passed; returns the

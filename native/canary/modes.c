@@ -2,19 +2,14 @@
  * with HALT (or never ends), because returning would jump to address 0. */
 #include "canary.h"
 
-/* Second line: how long the platform took to reach the first guest
- * instruction (hvt: from vCPU creation; spt: from the tender's start), and the
- * wall clock now, so a host can subtract its own spawn time. */
+/* Second line: what the platform can truthfully tell about its start (see
+ * plat_hello_line). */
 void mode_hello(int argc, char **argv)
 {
     put_s("petrel-canary ");
     put_s(arg(argc, argv, 1, "hello"));
     put_s("\n");
-    put_s("petrel-canary boot_us=");
-    put_u(plat_boot_us());
-    put_s(" walltime_ns=");
-    put_u(walltime_ns());
-    put_s("\n");
+    plat_hello_line();
     halt(0);
 }
 

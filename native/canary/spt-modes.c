@@ -1,19 +1,20 @@
 /* spt-modes.c: the modes only spt has, or has in its own form.
  *   regs       the state the guest starts in: registers saved by entry.S,
  *              selectors, the boot information, each attached device's
- *              descriptor, for comparison with native/spt/ABI.md. Control
- *              registers and MSRs cannot be read from user mode, so unlike
- *              hvt's regs it does not print them.
+ *              descriptor, for comparison with solo5-spt.md §2.4-§2.6.
+ *              Control registers and MSRs cannot be read from user mode, so
+ *              unlike hvt's regs it does not print them.
  *   oob WHAT   hands write(2) a pointer outside guest memory (puts: just past
  *              its end; null: 0; kernel: a kernel address). The kernel refuses
  *              with EFAULT and the tender is not involved; the canary prints
  *              the result and halts 0 if it was EFAULT, 3 otherwise.
  *   forbidden WHAT
- *              makes a system call the tender's filter does not allow; the
- *              kernel kills the process with SIGSYS. If the call returns, the
- *              canary says so and halts 3.
- *   fault WHAT touches memory the tender protected; the kernel kills the
- *              process with SIGSEGV. If it survives, halt 3. */
+ *              makes a system call the tender's filter does not allow
+ *              (solo5-spt.md §4.2); the kernel kills the process with SIGSYS.
+ *              If the call returns, the canary says so and halts 3.
+ *   fault WHAT touches memory that is not mapped or not allowed (§2.1,
+ *              §1.3); the kernel kills the process with SIGSEGV. If it
+ *              survives, halt 3. */
 #include "canary.h"
 #include "spt.h"
 
@@ -51,7 +52,7 @@ void mode_regs(int argc, char **argv)
     put_kv("mft.version", m->version);
     put_kv("mft.entries", m->entries);
     for (uint32_t i = 0; i < m->entries; i++) {
-        uint64_t fd;
+        uint32_t fd;
         memcpy(&fd, m->e[i].host_private, sizeof fd);
         put_s("mft[");
         put_u(i);
@@ -92,7 +93,8 @@ void mode_oob(int argc, char **argv)
 /* The storage device's descriptor, capacity and sector size (canary-blk). */
 static long storage(uint64_t *capacity, uint16_t *size)
 {
-    uint64_t h, fd;
+    uint64_t h;
+    int32_t fd;
     const struct mft_entry *e = device("storage", MFT_BLOCK_BASIC, &h);
     if (e == NULL) {
         say("forbidden no storage device");
@@ -107,11 +109,14 @@ static long storage(uint64_t *capacity, uint16_t *size)
 /*   getpid   a call not on the list at all
  *   x32      an allowed call (write) under its x32 number
  *   stderr   write to descriptor 2 (only 1 and taps are allowed)
+ *   highfd   write to 1 + 2^32: the filter compares all 64 bits
  *   clock    clock_gettime(CLOCK_PROCESS_CPUTIME_ID)
+ *   getfs    arch_prctl(ARCH_GET_FS): the base can be set, never read
  *   open     openat of a host file
  *   short    pread64 of half a sector (canary-blk)
- *   unaligned pread64 of a sector at half a sector's offset (canary-blk)
- *   past     pwrite64 of the sector at the capacity (canary-blk) */
+ *   past     pwrite64 of the sector at the capacity (canary-blk)
+ * (A whole sector at an unaligned offset inside the device passes the
+ * filter, in solo5-spt's as in petrel-spt's: refusing it is the guest's job.) */
 void mode_forbidden(int argc, char **argv)
 {
     static uint8_t buf[32768];
@@ -131,18 +136,21 @@ void mode_forbidden(int argc, char **argv)
         r = sys3(0x40000000 | SYS_write, 1, (long)path, 1);
     } else if (str_eq(what, "stderr")) {
         r = sys3(SYS_write, 2, (long)path, 1);
+    } else if (str_eq(what, "highfd")) {
+        r = sys3(SYS_write, 1L | (1L << 32), (long)path, 1);
     } else if (str_eq(what, "clock")) {
         r = sys3(SYS_clock_gettime, 2, (long)&ts, 0);
+    } else if (str_eq(what, "getfs")) {
+        uint64_t base;
+        r = sys3(SYS_arch_prctl, 0x1003, (long)&base, 0);
     } else if (str_eq(what, "open")) {
         r = sys4(SYS_openat, -100, (long)path, 0, 0);
-    } else if (str_eq(what, "short") || str_eq(what, "unaligned") || str_eq(what, "past")) {
+    } else if (str_eq(what, "short") || str_eq(what, "past")) {
         uint64_t capacity;
         uint16_t size;
         long fd = storage(&capacity, &size);
         if (str_eq(what, "short"))
             r = sys4(SYS_pread64, fd, (long)buf, size / 2, 0);
-        else if (str_eq(what, "unaligned"))
-            r = sys4(SYS_pread64, fd, (long)buf, size, size / 2);
         else
             r = sys4(SYS_pwrite64, fd, (long)buf, size, (long)capacity);
     } else {
@@ -154,28 +162,29 @@ void mode_forbidden(int argc, char **argv)
     halt(3);
 }
 
-/*   boot   write to the boot information (read-only)
+/*   null   read address 0: nothing below 0x10000 is ever mapped
  *   text   write to the canary's own code (read and execute only)
- *   guard  read the first page of guest memory (inaccessible)
+ *   data   execute the canary's own data (read and write only)
  *   stack  execute code on the stack (not executable without --x-exec-heap) */
 void mode_fault(int argc, char **argv)
 {
     extern char _start[];
-    const char *what = arg(argc, argv, 1, "boot");
+    static uint8_t data_code[4] = {0xc3}; /* ret */
+    const char *what = arg(argc, argv, 1, "null");
     say(what);
-    volatile uint8_t *p;
-    if (str_eq(what, "boot")) {
-        p = (volatile uint8_t *)(uintptr_t)SPT_BOOT_INFO;
-        *p = 0;
-    } else if (str_eq(what, "text")) {
-        p = (volatile uint8_t *)_start;
-        *p = 0xc3;
-    } else if (str_eq(what, "guard")) {
-        p = (volatile uint8_t *)(uintptr_t)SPT_MEM_BASE;
+    void (*fn)(void);
+    if (str_eq(what, "null")) {
+        volatile uint8_t *p;
+        __asm__("" : "=r"(p) : "0"((uintptr_t)0)); /* hide the constant from the optimiser */
         (void)*p;
+    } else if (str_eq(what, "text")) {
+        volatile uint8_t *p = (volatile uint8_t *)_start;
+        *p = 0xc3;
+    } else if (str_eq(what, "data")) {
+        __asm__("" : "=r"(fn) : "0"(data_code));
+        fn();
     } else if (str_eq(what, "stack")) {
         volatile uint8_t code[4] = {0xc3}; /* ret */
-        void (*fn)(void);
         __asm__("" : "=r"(fn) : "0"(code));
         fn();
     } else {
@@ -184,3 +193,11 @@ void mode_fault(int argc, char **argv)
     say("fault survived");
     halt(3);
 }
+
+const struct mode plat_modes[] = {
+    {"regs", mode_regs},
+    {"oob", mode_oob},
+    {"forbidden", mode_forbidden},
+    {"fault", mode_fault},
+};
+const size_t plat_n_modes = sizeof plat_modes / sizeof plat_modes[0];

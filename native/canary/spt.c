@@ -1,10 +1,12 @@
-/* spt.c: the canary's spt platform: the guest runs inside petrel-spt's
- * process and makes each system call itself (native/spt/ABI.md): write(2) to
- * descriptor 1 for the console, clock_gettime for time, timerfd_settime and
- * epoll_pwait on the tender's descriptors to wait, pread64/pwrite64 on block
- * descriptors, read/write on taps, exit_group to halt. Like solo5's bindings,
- * it refuses what the tender's filter would kill for (a partial or unaligned
- * sector, an offset outside the device) with EINVAL before any call. */
+/* spt.c: the canary's spt platform, for solo5's spt ABI version 2
+ * (../../../shared/spec/solo5-spt.md): the guest runs inside the tender's
+ * process (petrel-spt or solo5-spt) and makes each system call itself (§3.4):
+ * write(2) to descriptor 1 for the console, clock_gettime for time,
+ * timerfd_settime and epoll_pwait on the tender's descriptors to wait,
+ * pread64/pwrite64 on block descriptors, read/write on taps, exit_group to
+ * halt. Like solo5's bindings, it refuses a block request that is not one
+ * whole sector inside the device with EINVAL before any call: the filter
+ * would kill for some of them. Written from the spec, not from solo5. */
 #include "canary.h"
 #include "spt.h"
 
@@ -58,10 +60,17 @@ uint64_t monotonic_ns(void)
     return clock_ns(CLOCK_MONOTONIC);
 }
 
-/* The tender noted its start; plat_init noted the guest's. */
-uint64_t plat_boot_us(void)
+/* The tender tells the guest nothing about its own start (§2.5), so the
+ * guest cannot know its boot time. What it knows truthfully is when its own
+ * code began, on CLOCK_MONOTONIC, which is the host's clock: the host that
+ * spawned the tender subtracts its spawn time from it. */
+void plat_hello_line(void)
 {
-    return (entered_ns - boot->start_ns) / 1000;
+    put_s("petrel-canary entry_ns=");
+    put_u(entered_ns);
+    put_s(" walltime_ns=");
+    put_u(walltime_ns());
+    put_s("\n");
 }
 
 uint64_t plat_poll(uint64_t timeout_ns)
@@ -99,11 +108,12 @@ void plat_puts(const char *buf, size_t len)
     }
 }
 
+/* The device's Linux descriptor: hostfd, an int at entry offset 88 (§3.3). */
 static int host_fd(const struct mft_entry *e)
 {
-    uint64_t fd;
+    int32_t fd;
     memcpy(&fd, e->host_private, sizeof fd);
-    return (int)fd;
+    return fd;
 }
 
 /* The descriptor of block device h if (offset, len) is one whole sector
@@ -175,11 +185,3 @@ void plat_halt(int status)
     for (;;)
         __asm__ __volatile__("pause");
 }
-
-const struct mode plat_modes[] = {
-    {"regs", mode_regs},
-    {"oob", mode_oob},
-    {"forbidden", mode_forbidden},
-    {"fault", mode_fault},
-};
-const size_t plat_n_modes = sizeof plat_modes / sizeof plat_modes[0];

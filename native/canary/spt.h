@@ -1,6 +1,7 @@
-/* spt.h: the guest side of Petrel's spt ABI (native/spt/ABI.md): the boot
- * information (spt/abi.h, shared with the tender) and raw x86_64 system calls,
- * which the guest makes itself under the tender's seccomp filter. */
+/* spt.h: the guest side of solo5's spt ABI, version 2 (solo5-spt.md §2,
+ * §3.4): the boot information (spt/abi.h, shared with petrel-spt) and raw
+ * x86_64 system calls, which the guest makes itself under the tender's
+ * seccomp filter. */
 #ifndef CANARY_SPT_H
 #define CANARY_SPT_H
 

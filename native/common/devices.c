@@ -38,12 +38,9 @@ int device_declared(const struct manifest *m, const char *name, uint32_t type)
     return i;
 }
 
-void devices_setup(struct manifest *m)
+/* Block module set-up: default sector size, size checks, properties. */
+void devices_setup_block(struct manifest *m)
 {
-    int missing = 0;
-
-    /* Block module, then net module, then the attach check: solo5's order, so
-     * an image with several problems reports the same one first. */
     for (unsigned i = 1; i < m->entries; i++) {
         struct device *d = &devices[i];
         if (manifest_type(m, i) != MFT_BLOCK_BASIC || d->fd < 0)
@@ -60,9 +57,13 @@ void devices_setup(struct manifest *m)
         uint8_t *e = manifest_entry(m, i);
         memcpy(e + MFT_E_PROPS, &d->capacity, 8);
         memcpy(e + MFT_E_PROPS + 8, &bs, 2);
-        /* The host-private word stays 0 here; petrel-spt writes the descriptor there. */
         e[MFT_E_ATTACHED] = 1;
     }
+}
+
+/* Net module set-up: MACs, properties. */
+void devices_setup_net(struct manifest *m)
+{
     for (unsigned i = 1; i < m->entries; i++) {
         struct device *d = &devices[i];
         if (manifest_type(m, i) != MFT_NET_BASIC || d->fd < 0)
@@ -79,6 +80,11 @@ void devices_setup(struct manifest *m)
         memcpy(e + MFT_E_PROPS + 6, &d->mtu, 2);
         e[MFT_E_ATTACHED] = 1;
     }
+}
+
+void devices_check_attached(const struct manifest *m)
+{
+    int missing = 0;
     for (unsigned i = 1; i < m->entries; i++) {
         uint32_t type = manifest_type(m, i);
         if ((type == MFT_BLOCK_BASIC || type == MFT_NET_BASIC) && devices[i].fd < 0) {

@@ -35,9 +35,14 @@ void devices_init(void);
 bool block_option(const char *word, const struct manifest *m);
 bool net_option(const char *word, const struct manifest *m);
 
-/* Step 9 of §1.8: block size checks, MACs, the manifest entries the guest sees,
- * then every declared device must be attached. */
-void devices_setup(struct manifest *m);
+/* Module set-up after the guest's memory exists (step 9 of §1.8): block
+ * size checks, MACs, the manifest entries the guest sees (properties and
+ * attached; the host-private word is each tender's own). solo5-hvt runs the
+ * block module first, solo5-spt the net module (solo5-spt.md §2.7); both then
+ * require every declared device to be attached. */
+void devices_setup_block(struct manifest *m);
+void devices_setup_net(struct manifest *m);
+void devices_check_attached(const struct manifest *m);
 
 /* Whether a device of this kind (MFT_BLOCK_BASIC, MFT_NET_BASIC) is attached. */
 bool devices_have(uint32_t kind);

@@ -1,7 +1,8 @@
 /* load.c: loading the image into guest memory with solo5-hvt's rules, in its
  * order, with its messages (solo5.md §3.6). A tender that accepted less would
  * refuse real unikernels; one that accepted more would run images solo5 refuses.
- * petrel-spt uses the same rules (solo5.md does not pin spt's loader). */
+ * solo5-spt loads by the same rules and texts (solo5-spt.md §1.3), so
+ * petrel-spt uses this too. */
 #include "image.h"
 
 #include <errno.h>

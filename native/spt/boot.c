@@ -1,6 +1,6 @@
-/* boot.c: the boot window at SPT_BOOT_INFO and the descriptors the guest
- * waits on. The window is written while still writable; memory_protect makes
- * it read-only before the guest runs. */
+/* boot.c: the low memory the guest reads at entry (solo5-spt.md §2.4, §2.5)
+ * and the descriptors it waits on (§3.5). All of it is plain read-write guest
+ * memory, as in solo5-spt. */
 #include "boot.h"
 
 #include <string.h>
@@ -13,37 +13,45 @@
 #include "util.h"
 
 _Static_assert(SPT_BOOT_INFO + SPT_BOOT_INFO_SIZE + MFT_MAX_SIZE + GUEST_CMDLINE_SIZE <= SPT_LOAD_MIN,
-               "the boot window holds the largest manifest and command line");
+               "the low memory holds the largest manifest and command line");
+_Static_assert(GUEST_CMDLINE_SIZE == SPT_CMDLINE_SIZE, "one command-line limit");
 
 void boot_poll_fds(struct poll_fds *p)
 {
     p->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
     if (p->epoll_fd < 0)
-        die_errno("Could not create the epoll set");
+        die_errno("epoll_create1() failed");
+    /* Non-blocking and never read: the guest re-arms it, which clears an expiry. */
     p->timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
     if (p->timer_fd < 0)
-        die_errno("Could not create the timer");
+        die_errno("timerfd_create() failed");
     struct epoll_event ev = {.events = EPOLLIN, .data.u64 = SPT_TIMER_TOKEN};
     if (epoll_ctl(p->epoll_fd, EPOLL_CTL_ADD, p->timer_fd, &ev) != 0)
-        die_errno("Could not add the timer to the epoll set");
+        die_errno("epoll_ctl(EPOLL_CTL_ADD, timerfd) failed");
+}
+
+void boot_poll_taps(const struct poll_fds *p)
+{
     int fds[MFT_MAX_ENTRIES];
     unsigned handles[MFT_MAX_ENTRIES];
     unsigned n = net_pollable(fds, handles);
     for (unsigned i = 0; i < n; i++) {
-        ev = (struct epoll_event){.events = EPOLLIN, .data.u64 = handles[i]};
+        struct epoll_event ev = {.events = EPOLLIN, .data.u64 = handles[i]};
         if (epoll_ctl(p->epoll_fd, EPOLL_CTL_ADD, fds[i], &ev) != 0)
-            die_errno("Could not add a network device to the epoll set");
+            die_errno("epoll_ctl(EPOLL_CTL_ADD, hostfd=%d) failed", fds[i]);
     }
 }
 
-void boot_write_info(uint64_t mem_size, uint64_t kernel_end, uint64_t start_ns, const struct poll_fds *p,
-                     struct manifest *m, int argc, char *const argv[])
+void boot_write_info(uint64_t mem_size, uint64_t kernel_end, const struct poll_fds *p, struct manifest *m,
+                     int argc, char *const argv[])
 {
+    /* The guest makes its device calls on these descriptors itself, and the
+     * filter allows exactly them. Bytes 92-95 of the entry stay as in the file. */
     for (unsigned i = 0; i < m->entries; i++) {
         uint8_t *e = manifest_entry(m, i);
         if (!e[MFT_E_ATTACHED])
             continue;
-        uint64_t fd = (uint64_t)devices[i].fd;
+        const int32_t fd = devices[i].fd;
         memcpy(e + MFT_E_HOSTPRIV, &fd, sizeof fd);
     }
 
@@ -57,7 +65,6 @@ void boot_write_info(uint64_t mem_size, uint64_t kernel_end, uint64_t start_ns, 
         .kernel_end = kernel_end,
         .cmdline = cmdline,
         .mft = mft,
-        .start_ns = start_ns,
         .epoll_fd = p->epoll_fd,
         .timer_fd = p->timer_fd,
     };

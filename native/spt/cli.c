@@ -1,8 +1,8 @@
-/* cli.c: petrel-spt's usage, ABI and memory size, with solo5-spt's texts. */
+/* cli.c: petrel-spt's usage, ABI and core option, with solo5-spt's texts
+ * (solo5-spt.md §5.1, §5.2). */
 #include "cli.h"
 
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "abi.h"
@@ -36,26 +36,15 @@ static void usage(void)
             prog);
 }
 
+/* solo5-spt takes any word that begins with the option's 13 characters. */
 static bool core_option(const char *word)
 {
-    if (strcmp(word, "--x-exec-heap") != 0)
+    if (strncmp(word, "--x-exec-heap", 13) != 0)
         return false;
-    if (!spt_exec_heap)
-        warn_msg("WARNING: The heap and stack will be executable (--x-exec-heap).");
+    warn_msg("WARNING: The use of --x-exec-heap is dangerous and not recommended as it makes the heap and "
+             "stack executable.");
     spt_exec_heap = true;
     return true;
 }
 
 const struct cli spt_cli = {.abi_version = SPT_ABI_VERSION, .usage = usage, .core_option = core_option};
-
-uint64_t spt_mem_size(int64_t mib)
-{
-    if (mib < 0) {
-        warn_msg("Assertion failed: guest memory size must be positive (--mem=%lld)", (long long)mib);
-        abort();
-    }
-    /* Beyond the address space: the mapping fails with its own message. */
-    if ((uint64_t)mib > (UINT64_MAX >> 20))
-        return UINT64_MAX & ~((1ULL << 20) - 1);
-    return (uint64_t)mib << 20;
-}

@@ -1,9 +1,12 @@
 /* launch.S: spt_launch(entry, stack, boot_info) leaves the tender for good and
- * enters the guest in the state ABI.md ("Entry") promises: RDI = boot_info,
- * RSP = stack, RFLAGS = 0x202, FS base 0, every other general register 0.
- * The seccomp filter is already installed; the one system call here,
- * arch_prctl(ARCH_SET_FS, 0), is on its allow-list. No C runs after it: the
- * tender's thread pointer is gone. */
+ * enters the guest (solo5-spt.md §2.6): RDI = boot_info, RSI = entry, RDX =
+ * boot_info (solo5-spt's trampoline arguments), RSP = stack, whose word is
+ * the 0 of fresh memory. Beyond what solo5-spt fixes, the rest is Petrel's:
+ * every other general register 0, RFLAGS 0x202, and FS base 0 rather than the
+ * tender's own thread block, so nothing of the tender leaks into guest
+ * registers (guests set their own FS base first, §3.6). The seccomp filter is
+ * already installed; the one system call here, arch_prctl(ARCH_SET_FS, 0), is
+ * on its allow-list. No C runs after it: the tender's thread pointer is gone. */
     .text
     .globl spt_launch
     .hidden spt_launch
@@ -17,11 +20,11 @@ spt_launch:
     xorl %esi, %esi
     syscall
     movq %r12, %rdi
+    movq entry(%rip), %rsi
+    movq %r12, %rdx
     xorl %eax, %eax
     xorl %ebx, %ebx
     xorl %ecx, %ecx
-    xorl %edx, %edx
-    xorl %esi, %esi
     xorl %ebp, %ebp
     xorl %r8d, %r8d
     xorl %r9d, %r9d
@@ -34,7 +37,7 @@ spt_launch:
     /* Below RSP, on the guest's own stack: the word there is free. */
     pushq $0x202
     popfq
-    jmp *entry(%rip)
+    jmp *%rsi
     .size spt_launch, . - spt_launch
 
     .bss

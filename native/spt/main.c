@@ -1,28 +1,29 @@
-/* main.c: petrel-spt, a tender for solo5 spt unikernels built for Petrel's spt
- * boot ABI (native/spt/ABI.md: target spt, version 1001). The guest runs in
- * this process, at its own addresses, and makes its own system calls under a
- * seccomp allow-list; there are no hypercalls and nothing to serve. In order:
+/* main.c: petrel-spt, a tender for solo5 spt unikernels (ABI target spt,
+ * version 2), a drop-in for solo5-spt v0.12.1 (../../shared/spec/solo5-spt.md).
+ * The guest runs in this process, at its own addresses, and makes its own
+ * system calls under a seccomp allow-list; there are no hypercalls and nothing
+ * to serve. In solo5-spt's order (§2.7), so that a bad command line or image
+ * reports the same problem first:
  *
- *   1. start time, parent-death signal, descriptors 0-2, SIGTERM and SIGINT
+ *   1. Petrel's own: parent-death signal, descriptors 0-2, SIGTERM and SIGINT
  *      at their default action, no core files
  *   2. pass 1 over the options (--help, --version, find KERNEL)
  *   3. open KERNEL, check the ELF header, ABI note and manifest
  *   4. pass 2: --mem, --x-exec-heap and module options (block files opened,
  *      taps attached)
- *   5. map guest memory at 0x10000
- *   6. load the segments
- *   7. module set-up, then every declared device must be attached
- *   8. epoll set and timer; boot information, manifest copy, command line
- *   9. protections; refuse READ_IMPLIES_EXEC
- *  10. seccomp filter, then enter the guest, which never comes back: it ends
+ *   5. memory size check, refuse READ_IMPLIES_EXEC, map guest memory at
+ *      0x10000, epoll set and timer
+ *   6. load and protect the segments, close KERNEL
+ *   7. module set-up, net then block; every declared device must be attached
+ *   8. boot information, manifest copy, command line
+ *   9. seccomp filter, then enter the guest, which never comes back: it ends
  *      with exit_group, or the kernel ends it (SIGSEGV, SIGSYS, a signal)
  *
- * No signal handler is installed (solo5-spt installs none either, §1.11):
+ * No signal handler is installed (solo5-spt installs none either, §5.5):
  * SIGTERM kills the tender with the signal. */
 #include <signal.h>
 #include <string.h>
 #include <sys/resource.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "abi.h"
@@ -38,14 +39,7 @@
 
 _Noreturn void spt_launch(uint64_t entry, uint64_t stack, uint64_t boot_info);
 
-static uint64_t monotonic_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
-
-/* No handler, as solo5-spt (§1.11): SIGTERM and SIGINT kill the tender. Unlike
+/* No handler, as solo5-spt: SIGTERM and SIGINT kill the tender. Unlike
  * solo5-spt, their default action and delivery are restored whatever the
  * parent left (a shell's background job starts with SIGINT ignored), so a
  * supervisor's stop always works. */
@@ -66,7 +60,6 @@ static void default_stop_signals(void)
 
 int main(int argc, char *argv[])
 {
-    const uint64_t start_ns = monotonic_ns();
     const char *slash = argc > 0 ? strrchr(argv[0], '/') : NULL;
     if (argc > 0)
         prog = slash ? slash + 1 : argv[0];
@@ -83,27 +76,28 @@ int main(int argc, char *argv[])
     image_open(&img, argv[kernel], &spt_abi);
 
     devices_init();
-    const uint64_t mem_size = spt_mem_size(args_pass2(&spt_cli, argc, argv, kernel, &img.mft));
+    const uint64_t mem_size = memory_size(args_pass2(&spt_cli, argc, argv, kernel, &img.mft));
 
-    memory_map(mem_size);
+    refuse_read_implies_exec();
+    memory_map(mem_size, spt_exec_heap);
+    struct poll_fds p;
+    boot_poll_fds(&p);
 
     struct loaded l;
     const struct load_target t = {.base = 0, .mem_size = mem_size, .host_exec = true};
     image_load(&img, &t, &l);
     close(img.fd);
 
-    devices_setup(&img.mft);
+    devices_setup_net(&img.mft);
+    boot_poll_taps(&p);
+    devices_setup_block(&img.mft);
+    devices_check_attached(&img.mft);
 
-    struct poll_fds p;
-    boot_poll_fds(&p);
-    boot_write_info(mem_size, l.kernel_end, start_ns, &p, &img.mft, argc - kernel - 1, argv + kernel + 1);
+    boot_write_info(mem_size, l.kernel_end, &p, &img.mft, argc - kernel - 1, argv + kernel + 1);
 
-    memory_protect(l.kernel_end, mem_size, spt_exec_heap);
-    refuse_read_implies_exec();
-
-    /* The stack starts at the top of guest memory, aligned as at a function
-     * entry; the word it points at is 0, so returning from the entry
-     * function jumps to address 0 and faults (SIGSEGV). */
+    /* The stack starts at the top of guest memory, aligned as right after a
+     * call; the word it points at is 0, so returning from the entry function
+     * jumps to address 0 and faults (SIGSEGV). */
     seccomp_install(&p);
     spt_launch(l.entry, mem_size - 8, SPT_BOOT_INFO);
 }

@@ -1,4 +1,4 @@
-/* memory.c: mapping guest memory at its fixed address and protecting it. */
+/* memory.c: the size of guest memory and its one mapping at a fixed address. */
 #include "memory.h"
 
 #include <errno.h>
@@ -18,6 +18,27 @@ _Static_assert(SPT_LOAD_MIN == GUEST_MIN_LOAD, "the shared loader and the spt AB
 #define MAP_FIXED_NOREPLACE 0x100000
 #endif
 
+/* The start of the tender's own image (a static PIE, placed by the kernel). */
+extern char __executable_start[];
+
+uint64_t memory_size(int64_t mib)
+{
+    const uint64_t mem_size = (uint64_t)mib << 20;
+    /* The lowest of the tender's own mappings: its image, or its heap, which
+     * the kernel places apart from a static PIE's image. */
+    uint64_t own = (uint64_t)(uintptr_t)__executable_start;
+    const uint64_t brk = (uint64_t)(uintptr_t)sbrk(0);
+    if (brk != (uint64_t)-1 && brk < own)
+        own = brk;
+    if (mem_size - 1 >= own) {
+        warn_msg("Assertion failed: guest memory [0x%llx, 0x%llx) must end below the tender's own "
+                 "mappings at 0x%llx (--mem=%lld)",
+                 SPT_MEM_BASE, (unsigned long long)mem_size, (unsigned long long)own, (long long)mib);
+        abort();
+    }
+    return mem_size;
+}
+
 /* The sysctl as text, for the message; "unknown" if it cannot be read. */
 static const char *mmap_min_addr(char *buf, size_t size)
 {
@@ -32,23 +53,21 @@ static const char *mmap_min_addr(char *buf, size_t size)
     return buf;
 }
 
-void memory_map(uint64_t mem_size)
+void memory_map(uint64_t mem_size, bool exec)
 {
-    if (mem_size <= SPT_MEM_BASE)
-        die("Error allocating guest memory: %llu bytes is below the guest's base address 0x%llx",
-            (unsigned long long)mem_size, SPT_MEM_BASE);
     const size_t size = mem_size - SPT_MEM_BASE;
-    /* Private: nobody else needs to see guest memory (unlike hvt, where KVM
-     * does). No reserve: only what the guest touches is committed. The mapping
-     * must not replace anything of the tender's own. */
-    void *p = mmap((void *)SPT_MEM_BASE, size, PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
+    /* Private, and without MAP_NORESERVE, as solo5-spt: the kernel's
+     * overcommit policy decides what size is too large. Pages are committed
+     * as the guest touches them. The mapping must not replace anything of
+     * the tender's own (solo5-spt's MAP_FIXED would, silently). */
+    const int prot = PROT_READ | PROT_WRITE | (exec ? PROT_EXEC : 0);
+    void *p = mmap((void *)SPT_MEM_BASE, size, prot, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
     if (p == MAP_FAILED) {
         char buf[32];
         if (errno == EPERM || errno == EACCES)
-            die("Could not map guest memory at 0x%llx: the kernel forbids mappings below "
-                "vm.mmap_min_addr = %s; petrel-spt needs it at most %llu (sysctl -w vm.mmap_min_addr=%llu)",
-                SPT_MEM_BASE, mmap_min_addr(buf, sizeof buf), SPT_MEM_BASE, SPT_MEM_BASE);
+            die("Error allocating guest memory: %s (the kernel forbids mappings below vm.mmap_min_addr = %s; "
+                "petrel-spt needs 0x%llx: sysctl -w vm.mmap_min_addr=%llu)",
+                strerror(errno), mmap_min_addr(buf, sizeof buf), SPT_MEM_BASE, SPT_MEM_BASE);
         if (errno == EEXIST)
             die("Error allocating guest memory: 0x%llx - 0x%llx overlaps the tender's own mappings "
                 "(--mem too large)",
@@ -60,21 +79,4 @@ void memory_map(uint64_t mem_size)
         munmap(p, size);
         die("Error allocating guest memory: the kernel would not map it at 0x%llx", SPT_MEM_BASE);
     }
-}
-
-static void protect(uint64_t start, uint64_t end, int prot)
-{
-    if (end > start && mprotect((void *)start, end - start, prot) != 0)
-        die_errno("Could not protect guest memory 0x%llx - 0x%llx", (unsigned long long)start,
-                  (unsigned long long)end);
-}
-
-void memory_protect(uint64_t kernel_end, uint64_t mem_size, bool exec_heap)
-{
-    protect(SPT_MEM_BASE, SPT_BOOT_INFO, PROT_NONE);
-    protect(SPT_BOOT_INFO, SPT_LOAD_MIN, PROT_READ);
-    /* The loader protected each segment with file data; what lies above the
-     * last of them (.bss, heap, stack) stays read-write. */
-    if (exec_heap)
-        protect(kernel_end, mem_size, PROT_READ | PROT_WRITE | PROT_EXEC);
 }

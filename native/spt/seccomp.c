@@ -1,4 +1,5 @@
-/* seccomp.c: the filter, a classic BPF program written by hand (no
+/* seccomp.c: solo5-spt's allow-list (solo5-spt.md §4), the same calls with
+ * the same argument checks, as a classic BPF program written by hand (no
  * libseccomp). Layout:
  *
  *   architecture must be x86_64 and the number not an x32 one, else KILL
@@ -7,10 +8,10 @@
  *       after the last alternative: KILL
  *   KILL
  *
- * Arguments the kernel reads as int or unsigned int (descriptors, clock ids,
- * the arch_prctl code) are compared on their low 32 bits only, which is what
- * the kernel uses; 64-bit ones (pread64/pwrite64 length and offset) on both
- * halves. The kill action is the process, not the thread (solo5.md §1.12). */
+ * Every argument is compared as a full 64-bit value, as solo5-spt's filter
+ * does: the high word must match too (a descriptor 1 + 2^32 is not 1). The
+ * kill action is the process, not the thread (§4.1 allows it; the status,
+ * SIGSYS, is the same). */
 #include "seccomp.h"
 
 #include <asm/prctl.h>
@@ -86,11 +87,13 @@ static void alt_end(void)
         filter[out_jt[i]].jt = (uint8_t)(len - out_jt[i] - 1);
 }
 
-/* Argument i (low 32 bits) equals v. */
-static void arg_eq(unsigned i, uint32_t v)
+/* Argument i, as a full 64-bit value, equals v. */
+static void arg_eq(unsigned i, uint64_t v)
 {
+    load(ARG_HI(i));
+    require(BPF_JEQ, (uint32_t)(v >> 32));
     load(ARG_LO(i));
-    require(BPF_JEQ, v);
+    require(BPF_JEQ, (uint32_t)v);
 }
 
 /* Argument i, as a full 64-bit value, is at most max. */
@@ -125,14 +128,16 @@ static void allow_fds(uint32_t nr, const int *fds, unsigned n)
     unsigned g = group_begin(nr);
     for (unsigned i = 0; i < n; i++) {
         alt_begin();
-        arg_eq(0, (uint32_t)fds[i]);
+        arg_eq(0, (uint64_t)fds[i]);
         alt_end();
     }
     group_end(g);
 }
 
-/* pread64/pwrite64(fd, buf, count, offset): one whole sector inside the
- * device, at a sector boundary. */
+/* pread64/pwrite64(fd, buf, count, offset): count is the sector size and
+ * offset at most capacity - sector size. Like solo5-spt's filter, it does not
+ * require the offset to be a multiple of the sector size; solo5's bindings
+ * refuse such requests before any call (§3.4). */
 static void allow_block_io(uint32_t nr)
 {
     unsigned g = group_begin(nr);
@@ -141,13 +146,9 @@ static void allow_block_io(uint32_t nr)
         if (d->kind != MFT_BLOCK_BASIC || d->fd < 0)
             continue;
         alt_begin();
-        arg_eq(0, (uint32_t)d->fd);
+        arg_eq(0, (uint64_t)d->fd);
         arg_eq(2, d->block_size);
-        load(ARG_HI(2));
-        require(BPF_JEQ, 0);
         arg_le64(3, d->capacity - d->block_size);
-        load(ARG_LO(3));
-        refuse_if(BPF_JSET, d->block_size - 1);
         alt_end();
     }
     group_end(g);
@@ -177,7 +178,7 @@ void seccomp_install(const struct poll_fds *p)
     allow_fds(__NR_timerfd_settime, &p->timer_fd, 1);
 
     unsigned g = group_begin(__NR_clock_gettime);
-    static const uint32_t clocks[] = {CLOCK_REALTIME, CLOCK_MONOTONIC};
+    static const uint64_t clocks[] = {CLOCK_REALTIME, CLOCK_MONOTONIC};
     for (unsigned i = 0; i < 2; i++) {
         alt_begin();
         arg_eq(0, clocks[i]);
@@ -202,8 +203,8 @@ void seccomp_install(const struct poll_fds *p)
     /* Without no_new_privs an unprivileged process may not install a filter;
      * with it, nothing the guest does can gain privileges either. */
     if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
-        die_errno("Could not set no_new_privs");
+        die_errno("prctl(PR_SET_NO_NEW_PRIVS) failed");
     struct sock_fprog fp = {.len = (unsigned short)len, .filter = filter};
     if (syscall(__NR_seccomp, SECCOMP_SET_MODE_FILTER, 0, &fp) != 0)
-        die_errno("Could not install the seccomp filter");
+        die_errno("seccomp(SECCOMP_SET_MODE_FILTER) failed");
 }

@@ -63,7 +63,9 @@ int main(int argc, char *argv[])
     uint64_t hz = vm_setup_vcpu(&vm, l.entry, g.mem_size);
 
     hypercalls_init();
-    devices_setup(&img.mft);
+    devices_setup_block(&img.mft);
+    devices_setup_net(&img.mft);
+    devices_check_attached(&img.mft);
     device_calls_register();
 
     guest_write_boot_info(&g, l.kernel_end, hz, &img.mft, argc - kernel - 1, argv + kernel + 1);

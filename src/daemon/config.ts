@@ -273,7 +273,7 @@ export const CONFIG_FIELDS: { readonly [K in ConfigKey]: ConfigField<PetrelConfi
     arg: 'PATH',
     defaultValue: null,
     defaultText: 'search',
-    help: 'the spt tender; default: <state-dir>/solo5-spt.2, PATH, <state-dir>/solo5-spt, PATH',
+    help: 'the spt tender (ABI 2); default: <state-dir>/solo5-spt.2, PATH, <state-dir>/solo5-spt, PATH, bundled petrel-spt',
     parse: optional(pathValue),
   }),
   tapPrefix: field({

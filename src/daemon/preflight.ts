@@ -40,7 +40,7 @@ const EXPIRY_WARNING_MS = 30 * 24 * 3600 * 1000;
 /**
  * The checks the configuration makes fatal. `--runtimes none` hosts nothing, so nothing is;
  * otherwise each runtime brings what it needs (hvt: kvm and an hvt tender of ABI 2; spt: an spt
- * tender), and every hosting node needs its directories, sockets, configured bridges (and taps
+ * tender of ABI 2), and every hosting node needs its directories, sockets, configured bridges (and taps
  * for them) and, when it listens, its TLS material.
  */
 export function requiredChecks(config: PetrelConfig): ReadonlySet<string> {
@@ -234,7 +234,9 @@ export async function preflight(
         fromReport(
           report,
           `tenders.${kind}`,
-          tender === null ? null : `${tender.path}: ${tender.version}, ABI version ${tender.abi}`,
+          tender === null
+            ? null
+            : `${tender.path}: ${tender.version}, ABI version ${tender.abi}: runs solo5 ${kind} unikernels`,
           {
             detail: `no ${kind} tender found`,
             hint: `install solo5-${kind} or point --tender-${kind} at one`,

@@ -6,7 +6,6 @@ import { access, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { bundledNativePath } from '../host/native.js';
 import { err, ok, type PetrelError, type Result } from '../resources/errors.js';
-import { onlyBundledSpeaks } from './abi.js';
 import type { TenderKind } from './elf.js';
 
 export interface LookupOptions {
@@ -80,15 +79,12 @@ export async function findTender(options: LookupOptions): Promise<Result<string,
     looked.push(bundledPath);
     return (await isExecutableFile(bundledPath)) ? bundledPath : null;
   };
-  // An ABI only the bundled tender speaks: an unversioned solo5 tender would fail its check.
-  const bundledFirst = onlyBundledSpeaks(options.kind, options.abiVersion);
   const found =
     (await inDir(versioned)) ??
     (await inPath(versioned)) ??
-    (bundledFirst ? await bundled() : null) ??
     (await inDir(base)) ??
     (await inPath(base)) ??
-    (bundledFirst ? null : await bundled());
+    (await bundled());
   if (found !== null) return ok(found);
   return err('E_TENDER_MISSING', `tender does not exist, looked for ${looked.join(', ')}`, { looked });
 }

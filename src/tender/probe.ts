@@ -11,7 +11,7 @@ import { runCommand } from '../host/command.js';
 import { listLinks, type NetOptions, runIp } from '../host/ip.js';
 import { blockDir } from '../host/paths.js';
 import { checkTapPrefix, DEFAULT_TAP_PREFIX, removeTap } from '../host/tap.js';
-import { ABI_VERSION, SOLO5_SPT_ABI } from './abi.js';
+import { ABI_VERSION } from './abi.js';
 import type { TenderKind } from './elf.js';
 import { bundledHvtPath, findTender } from './lookup.js';
 import { runTenderVersion, type TenderVersion } from './version.js';
@@ -220,11 +220,8 @@ function tenderCapability(kind: TenderKind, file: string, version: TenderVersion
   return { kind, path: file, version: version.banner, abi: version.abiVersion };
 }
 
-async function probeTender(
-  kind: TenderKind,
-  options: ProbeOptions,
-  abi: number = ABI_VERSION[kind],
-): Promise<Found<TenderCapability | null>> {
+async function probeTender(kind: TenderKind, options: ProbeOptions): Promise<Found<TenderCapability | null>> {
+  const abi = ABI_VERSION[kind];
   const explicit = options.tenders?.[kind] ?? undefined;
   const found = await findTender({
     kind,
@@ -241,10 +238,7 @@ async function probeTender(
       value: null,
       problem: {
         detail: found.error.message,
-        hint:
-          kind === 'hvt'
-            ? `install solo5-hvt, build the bundled tender with \`make -C native\`, or point ${flag} at one`
-            : `build the bundled petrel-spt with \`make -C native\`, install a tender of ABI ${ABI_VERSION.spt}, or point ${flag} at one`,
+        hint: `install solo5-${kind}, build the bundled tender with \`make -C native\`, or point ${flag} at one`,
       },
     };
   }
@@ -343,7 +337,7 @@ export async function probeHost(options: ProbeOptions): Promise<CapabilityReport
     ...(options.netns === undefined ? {} : { netns: options.netns }),
     ...(options.ipCommand === undefined ? {} : { ipCommand: options.ipCommand }),
   };
-  const [kvm, hvt, spt, solo5Spt, tun, bridges, block, netAdmin] = await Promise.all([
+  const [kvm, hvt, spt, tun, bridges, block, netAdmin] = await Promise.all([
     probeKvm(
       options.kvmDevice ?? '/dev/kvm',
       options.kvmProbe === undefined ? bundledKvmProbePath() : options.kvmProbe,
@@ -351,8 +345,6 @@ export async function probeHost(options: ProbeOptions): Promise<CapabilityReport
     ),
     probeTender('hvt', options),
     probeTender('spt', options),
-    // solo5's own spt ABI: listed when installed (real spt unikernels need it), never required.
-    probeTender('spt', options, SOLO5_SPT_ABI),
     probeTun(options.tunDevice ?? '/dev/net/tun'),
     probeBridges(net),
     probeBlockStorage(blockDir(options.stateDir)),
@@ -373,10 +365,7 @@ export async function probeHost(options: ProbeOptions): Promise<CapabilityReport
   }
   const cpus = hostCpus();
   const memoryMiB = Math.floor(os.totalmem() / MIB);
-  const tenders = [hvt.value, spt.value, solo5Spt.value].filter(
-    (t, i, all): t is TenderCapability =>
-      t !== null && all.findIndex((u) => u?.path === t.path && u?.abi === t.abi) === i,
-  );
+  const tenders = [hvt.value, spt.value].filter((t): t is TenderCapability => t !== null);
   return Object.freeze({
     probedAt,
     kvm: kvm.value,
@@ -391,7 +380,7 @@ export async function probeHost(options: ProbeOptions): Promise<CapabilityReport
   });
 }
 
-/** The usable tender of `kind`: listed and speaking Petrel's ABI version. */
+/** The usable tender of `kind`: listed and speaking solo5's ABI version for it. */
 export function usableTender(report: CapabilityReport, kind: TenderKind): TenderCapability | null {
   return report.tenders.find((t) => t.kind === kind && t.abi === ABI_VERSION[kind]) ?? null;
 }

@@ -231,7 +231,7 @@ describe('a host where everything required is there', () => {
     expect(table.split('\n')[0]).toMatch(/^CHECK\s+STATUS\s+REQUIRED\s+DETAIL$/u);
     expect(table).toMatch(/^kvm\s+PASS\s+yes\s+.*opened, KVM API version 12$/mu);
     expect(table).toMatch(/^tenders\.spt\s+WARN\s+no\s+tender does not exist/mu);
-    expect(table).toMatch(/^\s+fix: build the bundled petrel-spt/mu);
+    expect(table).toMatch(/^\s+fix: install solo5-spt, build the bundled tender with/mu);
   });
 
   it('checkHost probes and checks in one call', async () => {

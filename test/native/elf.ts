@@ -2,7 +2,9 @@
 // solo5.md §2 and §4, and to find the bytes the negative tests patch. Little-endian only.
 
 export const PT_LOAD = 1;
+export const PT_INTERP = 3;
 export const PT_NOTE = 4;
+export const PT_TLS = 7;
 export const PF_X = 1;
 export const PF_W = 2;
 export const PF_R = 4;
@@ -145,3 +147,44 @@ export function solo5Note(elf: Elf, type: number): Note {
   if (!n) throw new Error(`no Solo5 note of type ${type.toString(16)}`);
   return n;
 }
+
+/**
+ * The shape of an spt image's program headers as solo5's toolchain makes them (solo5-spt.md
+ * §1.1), one word each: INTERP, LOAD text R+X, LOAD data RW, LOAD empty tdata at 0, TLS, LOAD
+ * bss-only RW, then the notes (OpenBSD, ABI, manifest). What a header is, not where it lies.
+ */
+export function sptShape(elf: Elf, file: Buffer): string[] {
+  const flags = (p: ProgramHeader) =>
+    `${p.flags & PF_R ? 'R' : ''}${p.flags & PF_W ? 'W' : ''}${p.flags & PF_X ? 'X' : ''}`;
+  return elf.phdrs.map((p) => {
+    switch (p.type) {
+      case PT_INTERP:
+        return `INTERP ${file.toString('latin1', p.offset, p.offset + p.filesz).replace(/\0+$/u, '')}`;
+      case PT_LOAD:
+        if (p.filesz === 0 && p.memsz === 0) return `LOAD empty@${p.vaddr} ${flags(p)}`;
+        return `LOAD ${p.filesz === 0 ? 'bss-only' : 'file'} ${flags(p)}`;
+      case PT_TLS:
+        return 'TLS';
+      case PT_NOTE: {
+        const name = file.toString('latin1', p.offset + 12, p.offset + 12 + file.readUInt32LE(p.offset));
+        const type = file.readUInt32LE(p.offset + 8);
+        return `NOTE ${name.replace(/\0+$/u, '')} ${type === NOTE_ABI ? 'ABI' : type === NOTE_MANIFEST ? 'MFT' : type}`;
+      }
+      default:
+        return `type ${p.type}`;
+    }
+  });
+}
+
+/** The shape every solo5 0.12.1 spt image has (test_hello.spt as measured in solo5-spt.md §1.1). */
+export const SOLO5_SPT_SHAPE = [
+  'INTERP /nonexistent/solo5/',
+  'LOAD file RX',
+  'LOAD file RW',
+  'LOAD empty@0 R',
+  'TLS',
+  'LOAD bss-only RW',
+  'NOTE OpenBSD 1',
+  'NOTE Solo5 ABI',
+  'NOTE Solo5 MFT',
+];

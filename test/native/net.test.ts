@@ -2,6 +2,7 @@
 // with the guest's tap, a peer tap for the test's own end, and a tap that is down. Attachment
 // errors come before KVM; frames need a running guest.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { expectFrameEchoed, expectFrameSent } from './frames.js';
 import { kvmUsable } from './kvm.js';
 import {
   canaryNet,
@@ -116,44 +117,24 @@ describe.skipIf(!canMakeNetns)('--net and --net-mac', () => {
   });
 });
 
-const hex = (s: string) => Buffer.from(s, 'latin1').toString('hex');
-const macHex = (m: string) => m.replaceAll(':', '');
-
 describe.skipIf(!canMakeNetns || !kvmUsable)('frames through the bridge', () => {
   it('NET_WRITE: the guest sends one raw frame, the test reads it on the peer tap', async () => {
-    const peer = startIn(tapPeer, ['peer0', 'recv', '88b5', '15000']);
-    await peer.waitFor('ready');
-    const r = tenderIn([
-      '--net:service=guest0',
-      `--net-mac:service=${GUEST_MAC}`,
-      '--mem=2',
-      canaryNet,
-      'net-send',
-    ]);
-    expect(r.stderr).toBe('');
-    expect(r.stdout).toBe(`petrel-canary net-send ret=0 mac=${GUEST_MAC} mtu=1500\n`);
-    expect(r.status).toBe(0);
-    expect((await peer.exited).status).toBe(0);
-    const frame = peer.stdout().split('\n')[1] ?? '';
-    const payload = hex('petrel-canary net-send').padEnd((60 - 14) * 2, '0');
-    expect(frame).toBe(`ffffffffffff${macHex(GUEST_MAC)}88b5${payload}`);
+    await expectFrameSent(
+      startIn,
+      () =>
+        tenderIn([
+          '--net:service=guest0',
+          `--net-mac:service=${GUEST_MAC}`,
+          '--mem=2',
+          canaryNet,
+          'net-send',
+        ]),
+      GUEST_MAC,
+    );
   });
 
   it('NET_READ after POLL: the guest returns a frame the test sends, with its own MAC as source', async () => {
-    const guest = startIn(tender, [
-      '--net:service=guest0',
-      `--net-mac:service=${GUEST_MAC}`,
-      '--mem=2',
-      canaryNet,
-      'net-echo',
-    ]);
-    await guest.waitFor(`petrel-canary net-echo ready mac=${GUEST_MAC}`);
-    const payload = hex('a frame from the host, returned by the guest');
-    const out = `${macHex(GUEST_MAC)}${macHex(PEER_MAC)}88b5${payload}`;
-    const peer = startIn(tapPeer, ['peer0', 'xchg', out, '88b5', GUEST_MAC, '15000']);
-    expect((await peer.exited).status).toBe(0);
-    expect(peer.stdout().split('\n')[1]).toBe(`${macHex(PEER_MAC)}${macHex(GUEST_MAC)}88b5${payload}`);
-    await guest.waitFor('petrel-canary echoed 1 ret=0');
+    const guest = await expectFrameEchoed(startIn, tender, canaryNet, { guest: GUEST_MAC, peer: PEER_MAC });
     process.kill(guest.pid, 'SIGTERM');
     expect((await guest.exited).status).toBe(1);
   });

@@ -1,16 +1,18 @@
 // Block and network devices under petrel-spt: the guest does its own pread64/pwrite64 on the
-// block descriptor and read/write on the tap descriptor the boot information hands it
-// (native/spt/ABI.md), through the same device attachment code as petrel-hvt (common/). The net
+// block descriptor and read/write on the tap descriptor the manifest copy hands it (hostfd,
+// solo5-spt.md §3), through the same device attachment code as petrel-hvt (common/). The net
 // tests run in a network namespace this file creates: a bridge with the guest's tap and a peer
-// tap for the test's own end, removed whatever happens.
+// tap for the test's own end, removed whatever happens. With SOLO5_SPT set, the same guests run
+// under solo5-spt too and must do the same.
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { expectFrameEchoed, expectFrameSent } from './frames.js';
 import { blkPattern, fnv1a } from './layout.js';
-import { type Outcome, type Running, runSync, start, tapPeer } from './native.js';
+import { type Outcome, type Running, runSync, start } from './native.js';
 import { canMakeNetns, createNetns, type Netns } from './netns.js';
-import { requireSptBuilt, runSpt, spt, sptCanaryBlk, sptCanaryNet } from './spt.js';
+import { requireSptBuilt, runBoth, solo5Spt, spt, sptCanaryBlk, sptCanaryNet } from './spt.js';
 
 const GUEST_MAC = '02:00:00:00:00:12';
 const PEER_MAC = '02:00:00:00:00:11';
@@ -36,18 +38,24 @@ describe('the guest writes and reads every sector (blk mode)', () => {
     [4096, 4],
   ])('sector size %i, %i sectors: the file holds the pattern and the checksum matches', (size, sectors) => {
     const file = join(dir, `blk-${size}.img`);
-    writeFileSync(file, Buffer.alloc(size * sectors, 0xee));
-    const r = runSpt([
+    const args = [
       `--block:storage=${file}`,
       `--block-sector-size:storage=${size}`,
       '--mem=2',
       sptCanaryBlk,
       'blk',
-    ]);
+    ];
+    const r = runBoth(args, {
+      run: (tender) => {
+        writeFileSync(file, Buffer.alloc(size * sectors, 0xee));
+        const out = runSync(tender, args);
+        expect(readFileSync(file).equals(blkPattern(sectors, size)), tender).toBe(true);
+        return out;
+      },
+    });
     expect(r.stderr).toBe('');
     expect(r.status).toBe(0);
     const onDisk = readFileSync(file);
-    expect(onDisk.equals(blkPattern(sectors, size))).toBe(true);
     // A read at the capacity is refused by the guest's platform layer with EINVAL (2), before it
     // could reach the filter, and the guest goes on.
     expect(r.stdout).toBe(
@@ -58,9 +66,18 @@ describe('the guest writes and reads every sector (blk mode)', () => {
 
 // canMakeNetns is false only for a non-root user; these tests need root for the namespace.
 describe.skipIf(!canMakeNetns)('frames through the bridge', () => {
+  const tenders = solo5Spt === null ? [spt] : [spt, solo5Spt];
+
   function sptIn(args: readonly string[]): Outcome {
     const [cmd, full] = (ns as Netns).wrap(spt, args);
     return runSync(cmd, full);
+  }
+
+  /** Runs to the end without blocking the event loop: the peer tap's process must read meanwhile. */
+  async function inNetns(tender: string, args: readonly string[]): Promise<Outcome> {
+    const r = startIn(tender, args);
+    const end = await r.exited;
+    return { status: end.status, signal: end.signal, stdout: r.stdout(), stderr: r.stderr() };
   }
 
   function startIn(cmd: string, args: readonly string[]): Running {
@@ -70,44 +87,28 @@ describe.skipIf(!canMakeNetns)('frames through the bridge', () => {
     return r;
   }
 
-  const hex = (s: string) => Buffer.from(s, 'latin1').toString('hex');
-  const macHex = (m: string) => m.replaceAll(':', '');
-
   it('write(2) on the tap: the guest sends one raw frame, the test reads it on the peer tap', async () => {
-    const peer = startIn(tapPeer, ['peer0', 'recv', '88b5', '15000']);
-    await peer.waitFor('ready');
-    const r = sptIn([
-      '--net:service=guest0',
-      `--net-mac:service=${GUEST_MAC}`,
-      '--mem=2',
-      sptCanaryNet,
-      'net-send',
-    ]);
-    expect(r.stderr).toBe('');
-    expect(r.stdout).toBe(`petrel-canary net-send ret=0 mac=${GUEST_MAC} mtu=1500\n`);
-    expect(r.status).toBe(0);
-    expect((await peer.exited).status).toBe(0);
-    const payload = hex('petrel-canary net-send').padEnd((60 - 14) * 2, '0');
-    expect(peer.stdout().split('\n')[1]).toBe(`ffffffffffff${macHex(GUEST_MAC)}88b5${payload}`);
+    for (const tender of tenders) {
+      const args = [
+        '--net:service=guest0',
+        `--net-mac:service=${GUEST_MAC}`,
+        '--mem=2',
+        sptCanaryNet,
+        'net-send',
+      ];
+      await expectFrameSent(startIn, () => inNetns(tender, args), GUEST_MAC);
+    }
   });
 
   it('read(2) after epoll: the guest returns a frame the test sends, with its own MAC as source', async () => {
-    const guest = startIn(spt, [
-      '--net:service=guest0',
-      `--net-mac:service=${GUEST_MAC}`,
-      '--mem=2',
-      sptCanaryNet,
-      'net-echo',
-    ]);
-    await guest.waitFor(`petrel-canary net-echo ready mac=${GUEST_MAC}`);
-    const payload = hex('a frame from the host, returned by the spt guest');
-    const out = `${macHex(GUEST_MAC)}${macHex(PEER_MAC)}88b5${payload}`;
-    const peer = startIn(tapPeer, ['peer0', 'xchg', out, '88b5', GUEST_MAC, '15000']);
-    expect((await peer.exited).status).toBe(0);
-    expect(peer.stdout().split('\n')[1]).toBe(`${macHex(PEER_MAC)}${macHex(GUEST_MAC)}88b5${payload}`);
-    await guest.waitFor('petrel-canary echoed 1 ret=0');
-    process.kill(guest.pid, 'SIGTERM');
-    expect(await guest.exited).toMatchObject({ status: null, signal: 'SIGTERM' });
+    for (const tender of tenders) {
+      const guest = await expectFrameEchoed(startIn, tender, sptCanaryNet, {
+        guest: GUEST_MAC,
+        peer: PEER_MAC,
+      });
+      process.kill(guest.pid, 'SIGTERM');
+      expect(await guest.exited).toMatchObject({ status: null, signal: 'SIGTERM' });
+    }
   });
 
   it('a tap that does not exist: solo5\'s attach error, then "Invalid option"', () => {

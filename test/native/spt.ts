@@ -1,8 +1,10 @@
 // petrel-spt and the spt canary images, and what every spt test file checks the same way. The
 // process helpers (running, waiting, killing) are native.ts's; the images come from
-// `npm run build:native` (make -C native).
+// `npm run build:native` (make -C native). Where SOLO5_SPT names a real solo5-spt (v0.12.1; CI
+// has none, so these comparisons are skipped there), the same runs are repeated under it and must
+// end the same way: petrel-spt is a drop-in for it (../shared/spec/solo5-spt.md).
 import { existsSync } from 'node:fs';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { expect } from 'vitest';
 import { build, type Outcome, runSync, tapPeer } from './native.js';
 
@@ -11,19 +13,56 @@ export const sptCanary = join(build, 'canary.spt');
 export const sptCanaryBlk = join(build, 'canary-blk.spt');
 export const sptCanaryNet = join(build, 'canary-net.spt');
 
-/** Petrel's spt ABI (native/spt/ABI.md, native/spt/abi.h). */
-export const SPT_ABI_VERSION = 1001;
+/** solo5's spt ABI (solo5-spt.md §2, native/spt/abi.h). */
+export const SPT_ABI_VERSION = 2;
 export const SPT_BOOT_INFO = 0x11000;
-export const SPT_BOOT_INFO_SIZE = 48;
+export const SPT_BOOT_INFO_SIZE = 40;
+
+/** A real solo5-spt to compare with, or null. */
+export const solo5Spt: string | null = process.env.SOLO5_SPT || null;
 
 export function requireSptBuilt(): void {
   for (const f of [spt, sptCanary, sptCanaryBlk, sptCanaryNet, tapPeer]) {
     if (!existsSync(f)) throw new Error(`${f} is missing: run \`npm run build:native\` first`);
   }
+  if (solo5Spt !== null && !existsSync(solo5Spt)) throw new Error(`SOLO5_SPT=${solo5Spt} does not exist`);
 }
 
 export function runSpt(args: readonly string[], timeoutMs?: number): Outcome {
   return runSync(spt, args, timeoutMs);
+}
+
+/** What two tenders must agree on: how the process ended and what the guest wrote. */
+function ending(r: Outcome): Pick<Outcome, 'status' | 'signal' | 'stdout'> {
+  return { status: r.status, signal: r.signal, stdout: r.stdout };
+}
+
+/** stderr with the tender's own name made neutral, so two tenders' messages compare. */
+export function neutralStderr(r: Outcome, tender: string): string {
+  const name = basename(tender);
+  return r.stderr.replaceAll(`${name}: `, 'TENDER: ').replaceAll(`usage: ${name} `, 'usage: TENDER ');
+}
+
+/**
+ * Runs args under petrel-spt and, with SOLO5_SPT set, under solo5-spt too: both must end the same
+ * way (status or signal) with the same stdout (solo5-spt.md §6 compares stdout with the NUL of a
+ * stack-protector message removed; so does this). With `sameStderr`, the tenders' own messages
+ * must be the same too, but for the program name. Returns petrel-spt's outcome for the test's
+ * own assertions, which make the test fail by themselves where there is no solo5-spt.
+ */
+export function runBoth(
+  args: readonly string[],
+  options: { timeoutMs?: number; sameStderr?: boolean; run?: (cmd: string) => Outcome } = {},
+): Outcome {
+  const run = options.run ?? ((cmd: string) => runSync(cmd, args, options.timeoutMs));
+  const ours = run(spt);
+  if (solo5Spt !== null) {
+    const theirs = run(solo5Spt);
+    const clean = (r: Outcome) => ({ ...ending(r), stdout: r.stdout.replaceAll('\0', '') });
+    expect(clean(ours), `petrel-spt vs solo5-spt: ${args.join(' ')}`).toEqual(clean(theirs));
+    if (options.sameStderr) expect(neutralStderr(ours, spt)).toBe(neutralStderr(theirs, solo5Spt));
+  }
+  return ours;
 }
 
 /** A tender-side failure: exit 1 and the message on a line of its own, after the program prefix. */

@@ -36,13 +36,14 @@ function options(extra: Partial<LookupOptions> = {}): LookupOptions {
 }
 
 describe('tender lookup, in one order', () => {
-  it("takes the bundled spt tender before unversioned names for Petrel's own spt ABI", async () => {
-    await writeFakeTender(path.join(stateDir, 'solo5-spt'));
+  it('finds an installed solo5-spt before the bundled petrel-spt: both speak ABI 2, as for hvt', async () => {
     await writeFakeTender(bundled);
-    const found = await findTender(options({ kind: 'spt', abiVersion: 1001, bundledSpt: bundled }));
-    expect(found).toEqual({ ok: true, value: bundled });
-    const solo5 = await findTender(options({ kind: 'spt', abiVersion: 2, bundledSpt: bundled }));
-    expect(solo5).toEqual({ ok: true, value: `${stateDir}/solo5-spt` });
+    const spt = options({ kind: 'spt', abiVersion: 2, bundledSpt: bundled });
+    expect(await findTender(spt)).toEqual({ ok: true, value: bundled });
+    await writeFakeTender(path.join(stateDir, 'solo5-spt'));
+    expect(await findTender(spt)).toEqual({ ok: true, value: `${stateDir}/solo5-spt` });
+    await writeFakeTender(path.join(bin2, 'solo5-spt.2'));
+    expect(await findTender(spt)).toEqual({ ok: true, value: path.join(bin2, 'solo5-spt.2') });
   });
 
   it('walks <dbdir>/solo5-hvt.V, PATH solo5-hvt.V, <dbdir>/solo5-hvt, PATH solo5-hvt, then the bundled one', async () => {

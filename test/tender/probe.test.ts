@@ -7,6 +7,7 @@ import { existsSync } from 'node:fs';
 import { chmod, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { bundledNativePath } from '../../src/host/native.js';
 import {
   bundledKvmProbePath,
   type CapabilityReport,
@@ -22,6 +23,8 @@ import { writeFakeTender } from './fake-tender.js';
 const isRoot = process.getuid?.() === 0;
 const helper = bundledKvmProbePath();
 const helperBuilt = helper !== null && existsSync(helper);
+const bundledSpt = bundledNativePath('petrel-spt') ?? '/nonexistent/petrel-spt';
+const sptBuilt = existsSync(bundledSpt);
 
 let dir: string;
 let cleanup: () => Promise<void>;
@@ -112,16 +115,34 @@ describe('tenders', () => {
     expect(usableTender(report, 'hvt')?.path).toBe(`${dir}/solo5-hvt`);
   });
 
+  it.skipIf(!sptBuilt)(
+    'the bundled petrel-spt answers ABI version 2 and is the usable spt tender',
+    async () => {
+      const report = await probeHost(options({ bundledSpt }));
+      expect(report.tenders).toEqual([
+        {
+          kind: 'spt',
+          path: bundledSpt,
+          version: expect.stringMatching(/^petrel-spt tender, version v\S+$/u),
+          abi: 2,
+        },
+      ]);
+      expect(usableTender(report, 'spt')?.path).toBe(bundledSpt);
+      expect(report.problems['tenders.spt']).toBeUndefined();
+    },
+  );
+
   it('a missing tender is absent, with every place looked at', async () => {
     const report = await probeHost(options());
     expect(report.tenders).toEqual([]);
     expect(report.problems['tenders.hvt']?.detail).toBe(
       `tender does not exist, looked for ${dir}/solo5-hvt.2, solo5-hvt.2, ${dir}/solo5-hvt, solo5-hvt`,
     );
-    // spt is required at Petrel's own spt ABI (src/tender/abi.ts): what the spt canary speaks.
-    expect(report.problems['tenders.spt']?.detail).toBe(
-      `tender does not exist, looked for ${dir}/solo5-spt.1001, solo5-spt.1001, ${dir}/solo5-spt, solo5-spt`,
-    );
+    // spt at solo5's own ABI 2, like hvt (src/tender/abi.ts): one check, one version.
+    expect(report.problems['tenders.spt']).toEqual({
+      detail: `tender does not exist, looked for ${dir}/solo5-spt.2, solo5-spt.2, ${dir}/solo5-spt, solo5-spt`,
+      hint: 'install solo5-spt, build the bundled tender with `make -C native`, or point --tender-spt at one',
+    });
   });
 
   it('an explicit tender path is the only candidate', async () => {
@@ -145,7 +166,7 @@ describe('tenders', () => {
       `${dir}/solo5-hvt: unexpected solo5 tender --version output, expected one line with 'ABI version 2', got solo5-hvt tender, version v0.12.1\nABI version 3`,
     );
     expect(report.problems['tenders.spt']?.detail).toMatch(
-      /expected one line with 'ABI version 1001', got .*ABI version two$/su,
+      /expected one line with 'ABI version 2', got .*ABI version two$/su,
     );
   });
 
