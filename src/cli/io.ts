@@ -35,6 +35,24 @@ function interrupted(): AbortSignal {
   return controller.signal;
 }
 
+/** What a shell reports for a process that SIGPIPE ended (128 + 13). */
+export const READER_GONE = 141;
+
+/**
+ * When the reader of our output goes away (`petrel … | head`), stop at once and quietly with
+ * READER_GONE, as a Unix tool that SIGPIPE ends does, whatever the command was printing. Node
+ * ignores SIGPIPE and reports EPIPE as an error event on the stream instead, which, unhandled,
+ * ends the process with a stack trace. Call it once, at the process edge.
+ */
+export function exitQuietlyWhenReaderGoes(): void {
+  for (const stream of [process.stdout, process.stderr]) {
+    stream.on('error', (e: NodeJS.ErrnoException) => {
+      if (e.code === 'EPIPE') process.exit(READER_GONE);
+      throw e;
+    });
+  }
+}
+
 export function processIo(): CliIo {
   return {
     stdout: (chunk) => {

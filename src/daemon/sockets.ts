@@ -48,6 +48,20 @@ function send(socket: Socket, wire: Wire): boolean {
 
 const answer = (header: Header, payload: Payload): Wire => ({ header, payload });
 
+/** Resolves when the socket can take more, or has closed (then it never will). */
+function drainedOrClosed(socket: Socket): Promise<void> {
+  if (socket.destroyed) return Promise.resolve();
+  return new Promise((resolve) => {
+    const done = () => {
+      socket.off('drain', done);
+      socket.off('close', done);
+      resolve();
+    };
+    socket.on('drain', done);
+    socket.on('close', done);
+  });
+}
+
 function responsePayload(response: Exclude<EngineResponse, { kind: 'stream' }>): Payload {
   return response.kind === 'reply'
     ? { kind: 'reply', reply: response.reply }
@@ -124,7 +138,9 @@ export async function listenLocalSockets(options: SocketOptions): Promise<LocalS
         try {
           for await (const data of response.data) {
             if (!send(socket, answer(header, { kind: 'data', data }))) {
-              await new Promise((resolve) => socket.once('drain', resolve));
+              // A reader that goes away never drains: stop then, so the device is released.
+              await drainedOrClosed(socket);
+              if (socket.destroyed) break;
             }
           }
         } catch (cause) {

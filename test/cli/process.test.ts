@@ -1,12 +1,17 @@
 // The petrel executable itself (dist/, built by npm test) against an in-process petreld: the
 // process I/O — SIGINT ending a followed console cleanly, standard input and output as files,
-// and the exit status a shell sees.
+// a reader that goes away, and the exit status a shell sees.
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { readFile } from 'node:fs/promises';
+import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { unwrap } from '../../src/resources/errors.js';
+import { parseName } from '../../src/resources/name.js';
+import { encodeWire, frame } from '../../src/wire/index.js';
+import { solo5Config } from '../../src/wire/shapes.js';
+import { WIRE_VERSION } from '../../src/wire/types.js';
 import { type TestDaemon, testDaemon } from '../daemon/start.js';
 import { canaryImage, repo } from '../engine/guest.js';
 import { petrel, until } from './io.js';
@@ -45,6 +50,38 @@ function start(args: readonly string[], input?: Buffer): Child {
   return { process: child, stdout: () => Buffer.concat(out), stderr: () => err, exited };
 }
 
+const quote = (word: string): string => `'${word.replaceAll("'", `'\\''`)}'`;
+
+/**
+ * `petrel ARGS | head -c BYTES` in bash with pipefail: petrel's status (head's is 0), what
+ * head let through, and petrel's stderr.
+ */
+function throughHead(args: readonly string[], bytes: number) {
+  const line = [process.execPath, executable, ...args].map(quote).join(' ');
+  const shell = spawn('bash', ['-c', `set -o pipefail; ${line} | head -c ${bytes}`], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const out: Buffer[] = [];
+  let err = '';
+  shell.stdout.on('data', (d: Buffer) => out.push(d));
+  shell.stderr.on('data', (d: Buffer) => {
+    err += d.toString();
+  });
+  return new Promise<{ status: number | null; out: Buffer; stderr: string }>((resolve) =>
+    shell.once('close', (status) => resolve({ status, out: Buffer.concat(out), stderr: err })),
+  );
+}
+
+/** Waits until petreld has seen a dump's reader go and freed the device. */
+async function freed(device: string, at: readonly string[]): Promise<void> {
+  for (let tries = 0; ; tries++) {
+    const [entry] = JSON.parse((await petrel(['block', 'info', device, '--json', ...at])).stdout);
+    if (entry.active === false) return;
+    if (tries > 200) throw new Error(`${device} still in use`);
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+}
+
 describe('the petrel executable', () => {
   it('follows a console until SIGINT, then unsubscribes and exits 0', async () => {
     const at = ['--run-dir', node.runDir];
@@ -81,6 +118,44 @@ describe('the petrel executable', () => {
     expect(await get.exited).toBe(0);
     expect(get.stdout().equals(await readFile(canaryImage))).toBe(true);
     expect((await petrel(['destroy', 'get-vm', ...at])).code).toBe(0);
+  });
+
+  it('exits quietly with 141 (as SIGPIPE would end it) when the reader of its output goes away', async () => {
+    // A frame whose JSON is about 2 MB: far more than a pipe holds, so petrel is still writing.
+    const file = path.join(node.dir, 'large.frame');
+    const wire = encodeWire({
+      header: { version: WIRE_VERSION, sequence: 0n, name: unwrap(parseName('big')) },
+      payload: {
+        kind: 'command',
+        command: {
+          type: 'unikernel-create',
+          force: false,
+          release: '2.7',
+          config: solo5Config(randomBytes(1024 * 1024), {}),
+        },
+      },
+    });
+    await writeFile(file, frame(unwrap(wire)));
+    const decoded = await throughHead(['wire', 'decode', file, '--json'], 300);
+    expect(decoded.out.toString()).toMatch(/^\[\n {2}\{\n {4}"header": \{/);
+    expect(decoded.out.length).toBe(300);
+    expect(decoded.stderr).toBe('');
+    expect(decoded.status).toBe(141);
+
+    // A stream from petreld (a 4 MiB block dump) to a reader that closes before the first byte.
+    const at = ['--run-dir', node.runDir];
+    expect((await petrel(['block', 'add', 'pipe-disk', '4', ...at])).code).toBe(0);
+    const dump = start(['block', 'dump', 'pipe-disk']);
+    dump.process.stdout?.destroy();
+    expect(await dump.exited).toBe(141);
+    expect(dump.stderr()).toBe('');
+    await freed('pipe-disk', at);
+    const head = await throughHead(['block', 'dump', 'pipe-disk', ...at], 100);
+    expect(head).toMatchObject({ status: 141, stderr: '' });
+    expect(head.out.equals(Buffer.alloc(100))).toBe(true);
+    // petreld is none the worse: the device is free again for the next command.
+    await freed('pipe-disk', at);
+    expect((await petrel(['block', 'remove', 'pipe-disk', ...at])).stdout).toBe('removed block\n');
   });
 
   it('exit status: 3 when nothing listens, 1 when refused, 2 on a usage error', async () => {
