@@ -1,7 +1,8 @@
-// `petrel SUBCOMMAND ...`: finds the subcommand module and runs it. Subcommands are loaded on
-// demand, so adding one is one entry in SUBCOMMANDS and a module under commands/.
+// `petrel [OPTIONS] SUBCOMMAND ...`: finds the subcommand module and runs it. Subcommands are
+// loaded on demand, so adding one is one entry in SUBCOMMANDS and a module under commands/.
 
 import { type CliCommand, type CliIo, EXIT } from './command.js';
+import { splitLeadingOptions } from './options.js';
 
 export interface Subcommand {
   readonly summary: string;
@@ -71,12 +72,13 @@ function usage(subcommands: Readonly<Record<string, Subcommand>>): string {
   const width = Math.max(...Object.keys(subcommands).map((name) => name.length));
   const lines = Object.entries(subcommands).map(([name, s]) => `  ${name.padEnd(width)}  ${s.summary}`);
   return [
-    'usage: petrel <command> [arguments]',
+    'usage: petrel [connection options] [--json] <command> [arguments]',
     '',
     'commands:',
     ...lines,
     '',
-    "Run 'petrel <command> --help' for details.",
+    'The connection options (--run-dir, --socket, --remote, --ca, --cert, --key) and --json go',
+    "before or after the command. Run 'petrel <command> --help' for details.",
     '',
   ].join('\n');
 }
@@ -86,13 +88,21 @@ export async function runPetrel(
   io: CliIo,
   subcommands: Readonly<Record<string, Subcommand>> = SUBCOMMANDS,
 ): Promise<number> {
-  const [name, ...rest] = argv;
+  const split = splitLeadingOptions(argv);
+  if (!split.ok) {
+    io.stderr(`petrel: ${split.error}\n\n${usage(subcommands)}`);
+    return EXIT.USAGE;
+  }
+  const [name, ...after] = split.rest;
+  // Before the command's own arguments, so a `--` among those still ends the options.
+  const rest = [...split.leading, ...after];
   if (name === undefined) {
     io.stderr(usage(subcommands));
     return EXIT.USAGE;
   }
   if (name === '--help' || name === '-h' || name === 'help') {
-    const topic = rest[0] === undefined ? undefined : subcommands[rest[0]];
+    const topic =
+      after[0] !== undefined && Object.hasOwn(subcommands, after[0]) ? subcommands[after[0]] : undefined;
     if (topic !== undefined) io.stdout((await topic.load()).usage);
     else io.stdout(usage(subcommands));
     return EXIT.OK;

@@ -9,6 +9,7 @@ import { parse as parseToml } from 'smol-toml';
 import { checkInterfaceName } from '../host/ip.js';
 import { checkTapPrefix, DEFAULT_TAP_PREFIX } from '../host/tap.js';
 import { err, ok, type PetrelError, type Result } from '../resources/errors.js';
+import { DEFAULT_RUN_DIR, SOCKET_NAMES as SOCKETS } from './layout.js';
 
 /** A runtime this node hosts. `--runtimes none` is the empty list: the node only probes and reports. */
 export type Runtime = 'hvt' | 'spt';
@@ -239,8 +240,8 @@ export const CONFIG_FIELDS: { readonly [K in ConfigKey]: ConfigField<PetrelConfi
   runDir: field({
     table: null,
     arg: 'DIR',
-    defaultValue: '/run/petrel',
-    defaultText: '/run/petrel',
+    defaultValue: DEFAULT_RUN_DIR,
+    defaultText: DEFAULT_RUN_DIR,
     help: 'sockets (util/*.sock), console FIFOs, images, tender PID records, node.json; created 0700 if missing',
     parse: pathValue,
   }),
@@ -698,7 +699,7 @@ export async function loadConfig(
 }
 
 /** The socket files under `<run-dir>/util` (petrel-differences (f), (h)). */
-export const SOCKET_NAMES = Object.freeze(['vmmd.sock', 'console.sock', 'stat.sock'] as const);
+export const SOCKET_NAMES = Object.freeze([SOCKETS.engine, SOCKETS.console, SOCKETS.stats] as const);
 
 export function socketPaths(runDir: string): readonly string[] {
   return SOCKET_NAMES.map((name) => path.join(runDir, 'util', name));

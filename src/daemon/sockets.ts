@@ -18,8 +18,9 @@ import { decodeWire, encodeWire } from '../wire/message.js';
 import { consoleLine } from '../wire/shapes.js';
 import type { Header, Payload, Wire } from '../wire/types.js';
 import { WIRE_VERSION } from '../wire/types.js';
+import { SOCKET_NAMES } from './layout.js';
 
-export const SOCKET_NAMES = { engine: 'vmmd.sock', console: 'console.sock', stats: 'stat.sock' } as const;
+export { SOCKET_NAMES };
 
 export interface SocketOptions {
   readonly runDir: string;

@@ -108,6 +108,56 @@ describe('unikernels', () => {
   });
 });
 
+describe('connection options and --json before or after the command', () => {
+  it('the same answers either way', async () => {
+    const engine = path.join(node.runDir, 'util', 'vmmd.sock');
+    const created = await petrel([
+      '--run-dir',
+      node.runDir,
+      'create',
+      'order-vm',
+      canaryImage,
+      '--arg',
+      'wait',
+      '--arg',
+      'o',
+    ]);
+    expect(created).toMatchObject({ code: 0, stdout: 'created unikernel\n', stderr: '' });
+    const pairs: [string[], string[]][] = [
+      [
+        ['--run-dir', node.runDir, 'info'],
+        ['info', '--run-dir', node.runDir],
+      ],
+      [
+        [`--run-dir=${node.runDir}`, '--json', 'info', 'order-vm'],
+        ['info', 'order-vm', '--json', ...at],
+      ],
+      [
+        ['--socket', engine, '--json', 'policy', 'info'],
+        ['policy', 'info', '--json', '--socket', engine],
+      ],
+      [
+        ['--json', ...at, 'block', 'info'],
+        ['block', 'info', ...at, '--json'],
+      ],
+      [
+        [...at, 'node', 'info', '--json'],
+        ['node', 'info', '--json', ...at],
+      ],
+    ];
+    for (const [before, after] of pairs) {
+      const first = await petrel(before);
+      expect(first.code).toBe(0);
+      expect(first.stdout).not.toBe('');
+      expect(first).toEqual(await petrel(after));
+    }
+    const listed = JSON.parse((await petrel(['--json', ...at, 'info'])).stdout);
+    expect(listed.map((entry: { name: string }) => entry.name)).toContain(':order-vm');
+    const destroyed = await petrel(['--json', '--socket', engine, 'destroy', 'order-vm']);
+    expect(JSON.parse(destroyed.stdout)).toEqual({ name: ':order-vm', reply: 'destroyed unikernel' });
+  });
+});
+
 describe('statistics', () => {
   it('stats follows samples of a running unikernel until interrupted', async () => {
     expect((await run('create', 'st-vm', canaryImage, '--arg', 'wait', '--arg', 'st')).code).toBe(0);

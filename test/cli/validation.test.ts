@@ -132,6 +132,70 @@ describe('petrel refuses bad input before connecting (exit 2)', () => {
   });
 });
 
+describe('options before the command', () => {
+  /** The same command line with the options moved before the command: the same outcome. */
+  const bothOrders = async (command: string[], options: string[]) => {
+    const before = await petrel([...options, ...command]);
+    const after = await petrel([...command, ...options]);
+    expect(before).toEqual(after);
+    return before;
+  };
+
+  it('connection flags and --json are checked as when they follow the command', async () => {
+    const remote = await bothOrders(['info'], ['--remote', 'example.org:1025']);
+    expect(remote).toMatchObject({ code: 124, stdout: '' });
+    expect(remote.stderr).toContain('--remote needs --ca FILE, --cert FILE and --key FILE');
+    const both = await bothOrders(
+      ['info'],
+      ['--remote=h', '--socket', 's', '--ca', 'a', '--cert=b', '--key', 'c'],
+    );
+    expect(both.stderr).toContain('--remote cannot be combined with --socket or --run-dir');
+    expect((await bothOrders(['info'], ['--ca', 'ca.pem'])).stderr).toContain('--ca is for --remote');
+    const gone = await bothOrders(['policy', 'info', '--json'], [...nowhere]);
+    expect(gone.code).toBe(122);
+    expect(gone.stderr).toContain(path.join(dir, 'run', 'util', 'vmmd.sock'));
+    // A subcommand that takes no connection flag refuses them wherever they stand.
+    const wire = await bothOrders(['wire', 'decode', 'f'], ['--socket', 's']);
+    expect(wire.code).toBe(2);
+    expect(wire.stderr).toContain("Unknown option '--socket'");
+    // petrel fleet (its own module) gets them through the same dispatch.
+    const fleet = await bothOrders(['fleet', 'nodes'], ['--json']);
+    expect(fleet.code).not.toBe(0);
+    expect(fleet.stderr).toContain('--db');
+  });
+
+  it('a value is never taken for an option, nor an option for a value', async () => {
+    const at = path.join(dir, 'run');
+    const inline = await petrel([`--run-dir=${at}`, '--json', 'info']);
+    expect(inline).toEqual(await petrel(['info', '--run-dir', at, '--json']));
+    const dashed = await petrel(['--socket=-odd', 'info']);
+    expect(dashed.stderr).toContain('cannot connect to -odd');
+  });
+
+  it('mistakes before the command are usage errors naming the option, and nothing runs', async () => {
+    const cases: [string[], string][] = [
+      [['--run-dir'], "petrel: option '--run-dir' needs a value"],
+      [['--run-dir', '--json', 'info'], "petrel: option '--run-dir' needs a value"],
+      [['--socket', '-x', 'info'], "write --socket=VALUE for one that starts with '-'"],
+      [['--json=yes', 'info'], "petrel: option '--json' takes no value"],
+      [['--mem', '64', 'create'], "petrel: unknown option '--mem' before the command"],
+      [['-v', 'info'], "petrel: unknown command '-v'"],
+    ];
+    for (const [args, text] of cases) {
+      const run = await petrel(args);
+      expect(run.stderr).toContain(text);
+      expect(run.stderr).toContain('usage: petrel [connection options] [--json] <command>');
+      expect(run.code).toBe(2);
+      expect(run.stdout).toBe('');
+    }
+    // Help still works with options before it.
+    const help = await petrel(['--run-dir', 'x', '--help']);
+    expect(help.code).toBe(0);
+    expect(help.stdout).toContain('before or after the command');
+    expect((await petrel(['--json', 'help', 'info'])).stdout).toMatch(/^usage: petrel info/);
+  });
+});
+
 describe('petrel when petreld is not there (exit 3)', () => {
   it('names the socket it tried and suggests --run-dir', async () => {
     const run = await petrel(['info', ...nowhere]);

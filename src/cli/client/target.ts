@@ -2,26 +2,18 @@
 // Transport — local sockets (--run-dir, --socket) or a remote petreld (--remote, via src/tls).
 
 import path from 'node:path';
-import { CONFIG_FIELDS } from '../../daemon/config.js';
-import { SOCKET_NAMES } from '../../daemon/sockets.js';
+import { DEFAULT_RUN_DIR, SOCKET_NAMES } from '../../daemon/layout.js';
 import type { Result } from '../../resources/errors.js';
+import { CONNECTION_OPTIONS } from '../options.js';
 import { createLocalTransport, type Transport, type TransportError } from './transport.js';
 
-/** petreld's default run directory (its `runDir`). */
-export const DEFAULT_RUN_DIR = CONFIG_FIELDS.runDir.defaultValue;
 /** Albatross' TLS port (semantics §17). */
 export const DEFAULT_REMOTE_PORT = 1025;
 
-export const CONNECTION_OPTIONS = {
-  'run-dir': { type: 'string' },
-  socket: { type: 'string' },
-  remote: { type: 'string' },
-  ca: { type: 'string' },
-  cert: { type: 'string' },
-  key: { type: 'string' },
-} as const;
+export { CONNECTION_OPTIONS };
 
-export const CONNECTION_HELP = `connection (default: petreld's sockets under ${DEFAULT_RUN_DIR}/util/):
+export const CONNECTION_HELP = `connection, before or after the command
+(default: petreld's sockets under ${DEFAULT_RUN_DIR}/util/):
   --run-dir DIR       petreld's run directory; commands go to DIR/util/vmmd.sock,
                       console.sock or stat.sock as Albatross clients do
   --socket PATH       send the command to this one socket instead

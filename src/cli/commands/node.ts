@@ -2,6 +2,7 @@
 // and the boot canary's result it wrote to <run-dir>/node.json.
 
 import path from 'node:path';
+import { DEFAULT_RUN_DIR } from '../../daemon/layout.js';
 import { readWhole } from '../client/files.js';
 import { table } from '../client/format.js';
 import {
@@ -13,7 +14,6 @@ import {
   Stop,
   usageError,
 } from '../client/shell.js';
-import { DEFAULT_RUN_DIR } from '../client/target.js';
 
 const USAGE = `usage: petrel node info [--run-dir DIR] [--json]
 
