@@ -2,6 +2,7 @@
 // with the frame cap applied as bytes arrive and the socket paused while events pile up.
 
 import type { Duplex } from 'node:stream';
+import type { TransferMeter } from '../wire/exchange.js';
 import { FrameReader } from '../wire/index.js';
 import { type TlsError, tlsError } from './errors.js';
 
@@ -35,13 +36,23 @@ export class SocketChannel implements Channel {
   readonly #socket: Duplex;
   readonly #reader: FrameReader;
   readonly #queue: Incoming[] = [];
+  readonly #meter: TransferMeter | undefined;
   #waiter: ((event: Incoming) => void) | null = null;
   #finished = false;
   readonly closed: Promise<void>;
 
-  /** `onRefused` hears of an oversized frame once (for the log), before `next()` reports it. */
-  constructor(socket: Duplex, maxFrameBytes: number, onRefused?: (error: TlsError) => void) {
+  /**
+   * `onRefused` hears of an oversized frame once (for the log), before `next()` reports it;
+   * `meter` of every byte read and written (a client's progress display).
+   */
+  constructor(
+    socket: Duplex,
+    maxFrameBytes: number,
+    onRefused?: (error: TlsError) => void,
+    meter?: TransferMeter,
+  ) {
     this.#socket = socket;
+    this.#meter = meter;
     this.#reader = new FrameReader({ maxFrame: maxFrameBytes });
     this.closed = new Promise((resolve) => socket.once('close', () => resolve()));
     socket.on('data', (chunk: Buffer) => this.#data(chunk, onRefused));
@@ -53,6 +64,7 @@ export class SocketChannel implements Channel {
 
   #data(chunk: Buffer, onRefused?: (error: TlsError) => void): void {
     if (this.#finished) return;
+    this.#meter?.received(chunk.length);
     const events = this.#reader.push(chunk);
     if (!events.ok) {
       const error = tlsError('E_TLS_FRAME_TOO_LARGE', events.error.message, events.error.details);
@@ -103,7 +115,10 @@ export class SocketChannel implements Channel {
   write(bytes: Uint8Array): Promise<boolean> {
     if (this.#socket.destroyed || !this.#socket.writable) return Promise.resolve(false);
     return new Promise((resolve) => {
-      this.#socket.write(bytes, (error) => resolve(error == null));
+      this.#socket.write(bytes, (error) => {
+        if (error == null) this.#meter?.sent(bytes.length);
+        resolve(error == null);
+      });
     });
   }
 

@@ -19,7 +19,14 @@ import { readFile } from 'node:fs/promises';
 import { connect, type TLSSocket } from 'node:tls';
 import { ok, type Result } from '../resources/errors.js';
 import { type Name, type Path, pathName, printName, printPath, relativeTo } from '../resources/name.js';
-import type { Answer, Stream, Transport, TransportError, TransportErrorCode } from '../wire/exchange.js';
+import type {
+  Answer,
+  Stream,
+  TransferMeter,
+  Transport,
+  TransportError,
+  TransportErrorCode,
+} from '../wire/exchange.js';
 import { DEFAULT_MAX_FRAME } from '../wire/index.js';
 import type { Command } from '../wire/types.js';
 import { checkValidity, decodeDer } from './certs.js';
@@ -52,6 +59,8 @@ export interface RemoteTransportOptions {
   readonly chunkBytes?: number;
   /** The clock the leaf's validity starts from. Default: the system clock. */
   readonly clock?: () => Date;
+  /** Hears of the bytes each session moves after the handshake (petrel's progress display). */
+  readonly meter?: TransferMeter;
 }
 
 interface Material {
@@ -149,7 +158,12 @@ class Session {
     socket.on('error', (e: Error) => {
       this.#lastError = e;
     });
-    this.channel = new SocketChannel(socket, options.maxFrameBytes ?? DEFAULT_MAX_FRAME);
+    this.channel = new SocketChannel(
+      socket,
+      options.maxFrameBytes ?? DEFAULT_MAX_FRAME,
+      undefined,
+      options.meter,
+    );
     this.#where = where;
     this.#options = options;
     this.#command = command;

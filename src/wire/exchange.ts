@@ -42,6 +42,17 @@ export interface Stream {
   close(): void;
 }
 
+/**
+ * Hears of the bytes a connection moves as they move, whatever the exchange (the client shows
+ * progress with it). Counts are of the bytes on the connection: frames with their length prefix.
+ */
+export interface TransferMeter {
+  /** `bytes` more were handed to the connection (the write completed). */
+  sent(bytes: number): void;
+  /** `bytes` more arrived from it. */
+  received(bytes: number): void;
+}
+
 export interface Transport {
   /**
    * Single mode: one command, one answer. `input` chunks are streamed after the command as raw

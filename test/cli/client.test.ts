@@ -9,7 +9,7 @@ import { request, said } from '../daemon/client.js';
 import { type TestDaemon, testDaemon } from '../daemon/start.js';
 import { canaryImage } from '../engine/guest.js';
 import { canaryConfig } from '../engine/harness.js';
-import { capture, petrel, streamingFiles, until } from './io.js';
+import { capture, petrel, progressDraws, streamingFiles, until } from './io.js';
 
 let node: TestDaemon;
 let at: string[];
@@ -250,16 +250,32 @@ describe('block devices', () => {
       ).toBe(0);
       expect((await readFile(out)).equals(expected)).toBe(true);
     }
+    // On a terminal, transfers above 1 MB draw progress on stderr, finished with a newline;
+    // smaller ones, and any with --json, draw nothing (the real terminal: test/cli/terminal).
+    const onTty = { isTty: { stdout: false, stderr: true } };
+    const large = randomBytes(1_500_000);
+    await writeFile(file, large);
+    const drawn = await petrel(['block', 'set', 'disk', file, ...at], onTty);
+    expect(drawn.stdout).toBe('set block device\n');
+    const draws = progressDraws(drawn.stderr);
+    for (const draw of draws) {
+      expect(draw).toMatch(/^petrel block set :disk: \d+\.\d MiB of 1\.4 MiB \(\d+%\), \d+\.\d MiB\/s$/);
+    }
+    expect(draws.at(-1)).toMatch(/: 1\.4 MiB of 1\.4 MiB \(100%\), /);
+    const dumping = await petrel(['block', 'dump', 'disk', ...at], onTty);
+    expect(dumping.bytes.equals(Buffer.concat([large, Buffer.alloc(size - large.length)]))).toBe(true);
+    expect(progressDraws(dumping.stderr).at(-1)).toMatch(
+      /^petrel block dump :disk: 2\.0 MiB, \d+\.\d MiB\/s$/,
+    );
+    const quiet = await petrel(['block', 'set', 'disk', file, '--json', ...at], onTty);
+    expect(quiet).toMatchObject({ code: 0, stderr: '' });
     const other = randomBytes(1000);
     await writeFile(file, other);
-    // On a terminal, progress is drawn on stderr (and finished with a newline).
-    const onTty = await petrel(['block', 'set', 'disk', file, '--compress', ...at], {
-      isTty: { stdout: false, stderr: true },
-    });
-    expect(onTty.stdout).toBe('set block device\n');
-    expect(onTty.stderr.endsWith('\rblock set :disk: 0.0 MiB of 0.0 MiB (100%)\u001b[K\n')).toBe(true);
+    const small = await petrel(['block', 'set', 'disk', file, '--compress', ...at], onTty);
+    expect(small).toMatchObject({ code: 0, stdout: 'set block device\n', stderr: '' });
     const dumped = await run('block', 'dump', 'disk', '--level', '1');
     expect(dumped.bytes.equals(Buffer.concat([other, Buffer.alloc(size - other.length)]))).toBe(true);
+    expect(dumped.stderr).toBe('');
 
     // Refusals from petreld: too much data, an unknown device (answered before the stream ends).
     await writeFile(file, randomBytes(size + 1));

@@ -69,3 +69,24 @@ export async function until(check: () => boolean, what: string, timeoutMs = 10_0
     await new Promise((resolve) => setTimeout(resolve, 25));
   }
 }
+
+/** Erases the rest of a terminal line: ends every redraw of a progress line. */
+const ERASE_LINE = '\u001b[K';
+
+/**
+ * The redraws of one progress line as plain text: each one is `\r` + text + ERASE_LINE and the
+ * last is followed by a newline; anything else in `stderr` fails the test.
+ */
+export function progressDraws(stderr: string): string[] {
+  if (stderr === '') return [];
+  if (!stderr.startsWith('\r') || !stderr.endsWith(`${ERASE_LINE}\n`)) {
+    throw new Error(`not a finished progress line: ${JSON.stringify(stderr)}`);
+  }
+  return stderr
+    .slice(1, -1)
+    .split('\r')
+    .map((draw) => {
+      if (!draw.endsWith(ERASE_LINE)) throw new Error(`a redraw without its erase: ${JSON.stringify(draw)}`);
+      return draw.slice(0, -ERASE_LINE.length);
+    });
+}

@@ -1,5 +1,5 @@
 // Local files of the client: images and block contents read in pieces, dumps written as they
-// arrive, zlib on the way, and a progress line on a terminal's stderr. Failures stop with exit 5.
+// arrive, and zlib on the way. Failures stop with exit 124.
 
 import { createDeflate, createInflate } from 'node:zlib';
 import type { CliIo } from '../command.js';
@@ -99,44 +99,5 @@ export async function* zlib(
   } finally {
     stream.destroy();
     await feed;
-  }
-}
-
-const MiB = 1024 * 1024;
-
-/**
- * Counts the pieces passing through and, when stderr is a terminal, redraws one progress line
- * at most ten times a second; the line is finished when the pieces end.
- */
-export async function* withProgress(
-  io: CliIo,
-  label: string,
-  total: number | null,
-  chunks: AsyncIterable<Uint8Array>,
-): AsyncGenerator<Uint8Array> {
-  if (io.isTty?.stderr !== true) {
-    yield* chunks;
-    return;
-  }
-  let sent = 0;
-  let drawn = 0;
-  const draw = () => {
-    const done = `${(sent / MiB).toFixed(1)} MiB`;
-    const of =
-      total === null
-        ? ''
-        : ` of ${(total / MiB).toFixed(1)} MiB (${total === 0 ? 100 : Math.floor((sent * 100) / total)}%)`;
-    io.stderr(`\r${label}: ${done}${of}\x1b[K`);
-    drawn = Date.now();
-  };
-  try {
-    for await (const chunk of chunks) {
-      yield chunk;
-      sent += chunk.length;
-      if (Date.now() - drawn >= 100) draw();
-    }
-  } finally {
-    draw();
-    io.stderr('\n');
   }
 }

@@ -7,8 +7,9 @@ import type { Label, Name } from '../../resources/name.js';
 import { parseName, parsePath, pathName, printName } from '../../resources/name.js';
 import type { Command, Reply } from '../../wire/types.js';
 import type { CliCommand, CliIo } from '../command.js';
+import { type Direction, ProgressLine } from './progress.js';
 import { type ConnectionFlags, openTarget, parseTarget, type Target } from './target.js';
-import type { Stream, Transport, TransportError } from './transport.js';
+import type { Stream, TransferMeter, Transport, TransportError } from './transport.js';
 
 /**
  * Exit statuses of the client subcommands: Albatross' client codes (albatross-semantics.md
@@ -166,6 +167,8 @@ export class Session {
   readonly json: boolean;
   readonly #target: Target;
   #transport: Transport | null = null;
+  /** The transfer whose progress is on show, if any; the transport's meter feeds it. */
+  #progress: ProgressLine | null = null;
 
   /** Checks the connection flags; call it before other validation reads files. */
   constructor(io: CliIo, flags: ConnectionFlags & { readonly json?: boolean | undefined }) {
@@ -180,13 +183,43 @@ export class Session {
     return this.#target;
   }
 
+  /** Progress is for people: on a terminal's stderr, and never beside JSON output. */
+  get #showsProgress(): boolean {
+    return this.io.isTty?.stderr === true && !this.json;
+  }
+
   async #open(): Promise<Transport> {
     if (this.#transport === null) {
-      const opened = await openTarget(this.#target);
+      const meter: TransferMeter = {
+        sent: (bytes) => this.#progress?.sent(bytes),
+        received: (bytes) => this.#progress?.received(bytes),
+      };
+      const opened = await openTarget(this.#target, this.#showsProgress ? meter : undefined);
       if (!opened.ok) throw transportStop(opened.error);
       this.#transport = opened.value;
     }
     return this.#transport;
+  }
+
+  /**
+   * Runs `transfer` with a progress line of its bytes in `direction` (`total` when known) on
+   * stderr if that is a terminal and the output not JSON; the line ends when `transfer` does.
+   */
+  async withProgress<T>(
+    label: string,
+    direction: Direction,
+    total: number | null,
+    transfer: () => Promise<T>,
+  ): Promise<T> {
+    if (!this.#showsProgress) return transfer();
+    const line = new ProgressLine(this.io, `petrel ${label}`, direction, total);
+    this.#progress = line;
+    try {
+      return await transfer();
+    } finally {
+      this.#progress = null;
+      line.finish();
+    }
   }
 
   /** Sends one command; a Failure stops with exit 1 and petreld's text. */

@@ -5,7 +5,12 @@ import path from 'node:path';
 import { DEFAULT_RUN_DIR, SOCKET_NAMES } from '../../daemon/layout.js';
 import type { Result } from '../../resources/errors.js';
 import { CONNECTION_OPTIONS } from '../options.js';
-import { createLocalTransport, type Transport, type TransportError } from './transport.js';
+import {
+  createLocalTransport,
+  type TransferMeter,
+  type Transport,
+  type TransportError,
+} from './transport.js';
 
 /** Albatross' TLS port (semantics §17). */
 export const DEFAULT_REMOTE_PORT = 1025;
@@ -87,19 +92,23 @@ function parseAddress(text: string): { host: string; port: number } | null {
 /** The module the TLS client lives in; a variable so this builds before that module exists. */
 const REMOTE_MODULE: string = '../../tls/client.js';
 
-export async function openTarget(target: Target): Promise<Result<Transport, TransportError>> {
+/** The transport to `target`; `meter` hears of the bytes every exchange moves. */
+export async function openTarget(
+  target: Target,
+  meter?: TransferMeter,
+): Promise<Result<Transport, TransportError>> {
   if (target.kind === 'local') {
     const at = (file: string) => target.socket ?? path.join(target.runDir, 'util', file);
-    return {
-      ok: true,
-      value: createLocalTransport({
-        engine: at(SOCKET_NAMES.engine),
-        console: at(SOCKET_NAMES.console),
-        stats: at(SOCKET_NAMES.stats),
-      }),
+    const sockets = {
+      engine: at(SOCKET_NAMES.engine),
+      console: at(SOCKET_NAMES.console),
+      stats: at(SOCKET_NAMES.stats),
     };
+    return { ok: true, value: createLocalTransport(sockets, meter === undefined ? {} : { meter }) };
   }
-  let loaded: { createRemoteTransport?: (options: RemoteOptions) => Transport };
+  let loaded: {
+    createRemoteTransport?: (options: RemoteOptions & { readonly meter?: TransferMeter }) => Transport;
+  };
   try {
     loaded = (await import(REMOTE_MODULE)) as typeof loaded;
   } catch (e) {
@@ -117,5 +126,6 @@ export async function openTarget(target: Target): Promise<Result<Transport, Tran
       },
     };
   }
-  return { ok: true, value: loaded.createRemoteTransport(target.options) };
+  const options = meter === undefined ? target.options : { ...target.options, meter };
+  return { ok: true, value: loaded.createRemoteTransport(options) };
 }

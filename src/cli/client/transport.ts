@@ -5,7 +5,7 @@ import { connect, type Socket } from 'node:net';
 import type { Result } from '../../resources/errors.js';
 import { SocketChannel } from '../../tls/channel.js';
 import { firstAnswer, openStream, sendChunks, streamEvents } from '../../tls/exchange.js';
-import type { Transport, TransportError, TransportErrorCode } from '../../wire/exchange.js';
+import type { TransferMeter, Transport, TransportError, TransportErrorCode } from '../../wire/exchange.js';
 import { DEFAULT_MAX_FRAME, frame } from '../../wire/framing.js';
 import { encodeWire } from '../../wire/message.js';
 import type { Command, Name } from '../../wire/types.js';
@@ -15,6 +15,7 @@ export type {
   Answer,
   Stream,
   StreamEvent,
+  TransferMeter,
   Transport,
   TransportError,
   TransportErrorCode,
@@ -75,15 +76,31 @@ function commandBytes(name: Name, command: Command): Result<Uint8Array, Transpor
   return { ok: true, value: frame(bytes.value) };
 }
 
+/**
+ * A command frame goes out in slices of this size, so a meter sees a large create move; the
+ * bytes on the socket are the same as one write's.
+ */
+const WRITE_SLICE = 256 * 1024;
+
+async function writeInSlices(channel: SocketChannel, bytes: Uint8Array): Promise<boolean> {
+  for (let at = 0; at < bytes.length; at += WRITE_SLICE) {
+    if (!(await channel.write(bytes.subarray(at, at + WRITE_SLICE)))) return false;
+  }
+  return true;
+}
+
 const closedWithoutAnswer = (path: string): TransportError => ({
   code: 'E_CLIENT_PROTOCOL',
   message: `${path} closed the connection without answering`,
 });
 
-/** The local transport: `sockets` as petreld lays them out, or one socket for everything (--socket). */
+/**
+ * The local transport: `sockets` as petreld lays them out, or one socket for everything
+ * (--socket). `meter` hears of every byte each connection moves.
+ */
 export function createLocalTransport(
   sockets: LocalSockets,
-  options: { readonly maxFrame?: number } = {},
+  options: { readonly maxFrame?: number; readonly meter?: TransferMeter } = {},
 ): Transport {
   const maxFrame = options.maxFrame ?? DEFAULT_MAX_FRAME;
 
@@ -93,8 +110,8 @@ export function createLocalTransport(
     const path = socketFor(command, sockets);
     const socket = await openSocket(path);
     if (!socket.ok) return socket;
-    const channel = new SocketChannel(socket.value, maxFrame);
-    if (!(await channel.write(bytes.value))) {
+    const channel = new SocketChannel(socket.value, maxFrame, undefined, options.meter);
+    if (!(await writeInSlices(channel, bytes.value))) {
       channel.destroy();
       return transportError('E_CLIENT_PROTOCOL', `${path} closed the connection before the command was sent`);
     }

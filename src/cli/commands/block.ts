@@ -2,7 +2,7 @@
 // streams of raw chunks (set) and Data block frames (dump), never whole in memory.
 
 import { printName } from '../../resources/name.js';
-import { readPieces, withProgress, writePieces, zlib } from '../client/files.js';
+import { readPieces, writePieces, zlib } from '../client/files.js';
 import { blocksJson, formatBlocks } from '../client/format.js';
 import {
   CLIENT_EXIT,
@@ -32,11 +32,11 @@ add     creates the block device NAME (disk or user:disk) of SIZE MiB, zero-fill
 remove  deletes it; it must not be in use by a unikernel.
 info    lists block devices (all, those below PATH, or NAME) with size and state.
 set     replaces the content with FILE ('-' = standard input), streamed in chunks; the rest
-        of the device is zero-filled. --compress sends it zlib-compressed. Progress is shown
-        on stderr when it is a terminal.
+        of the device is zero-filled. --compress sends it zlib-compressed.
 dump    writes the content to FILE or standard output; --level 1..9 has petreld compress it
         on the way (default 0), it is decompressed here.
-set and dump need the device not to be in use.
+set and dump need the device not to be in use. On a terminal, the progress of transfers
+above 1 MB is shown on stderr (not with --json).
 
 ${CONNECTION_HELP}
 examples:
@@ -95,11 +95,14 @@ export const blockCommand = clientCommand('block', USAGE, async (args, io) => {
       const name = labelledName(nameText);
       const compressed = values.compress === true;
       const source = await readPieces(io, file);
-      const sent = withProgress(io, `block set ${printName(name)}`, source.size, source.chunks);
-      const reply = await session.ask(
-        name,
-        { type: 'block-set', compressed },
-        compressed ? zlib(sent, 'deflate') : sent,
+      // Compressed, what travels is smaller than the file by a ratio known only at the end.
+      const total = compressed ? null : source.size;
+      const reply = await session.withProgress(`block set ${printName(name)}`, 'sent', total, () =>
+        session.ask(
+          name,
+          { type: 'block-set', compressed },
+          compressed ? zlib(source.chunks, 'deflate') : source.chunks,
+        ),
       );
       session.printText(name, reply);
       return 0;
@@ -111,7 +114,9 @@ export const blockCommand = clientCommand('block', USAGE, async (args, io) => {
       if (values.out === undefined && io.isTty?.stdout === true) {
         throw usageError('standard output is a terminal: give --out FILE or redirect it');
       }
-      return dump(session, name, level, values.out);
+      return session.withProgress(`block dump ${printName(name)}`, 'received', null, () =>
+        dump(session, name, level, values.out),
+      );
     }
     default:
       throw usageError(

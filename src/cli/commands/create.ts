@@ -2,6 +2,7 @@
 // the image read from a file, its manifest checked against the devices before anything is sent.
 
 import { deflateSync } from 'node:zlib';
+import { printName } from '../../resources/name.js';
 import { readSolo5Notes } from '../../tender/elf.js';
 import { CONFIG_HELP, CONFIG_OPTIONS, checkDevices, configFromFlags } from '../client/config.js';
 import { readWhole } from '../client/files.js';
@@ -22,7 +23,8 @@ Starts the solo5 unikernel IMAGE (a file) as NAME: hello (the same as :hello) or
 The image's manifest must name exactly the --net and --block devices given; this is checked
 before connecting. --force replaces a running unikernel of that name (its resources count as
 free for the replacement; if the new one fails to start, the old one is started again).
---compress sends the image zlib-compressed.
+--compress sends the image zlib-compressed. On a terminal, the progress of an image above 1 MB
+is shown on stderr (not with --json).
 
 ${CONFIG_HELP}
 ${CONNECTION_HELP}
@@ -53,17 +55,15 @@ export const createCommand = clientCommand('create', USAGE, async (args, io) => 
   if (!notes.ok) throw usageError(notes.error.message);
   checkDevices(notes.value.devices, config);
   const compressed = values.compress === true;
-  const reply = await session.ask(name, {
-    type: 'unikernel-create',
-    force: values.force === true,
-    release: '2.7',
-    config: {
-      typ: 'solo5',
-      compressed,
-      image: compressed ? deflateSync(image, { level: 9 }) : image,
-      ...config,
-    },
-  });
+  const sent = compressed ? deflateSync(image, { level: 9 }) : image;
+  const reply = await session.withProgress(`create ${printName(name)}`, 'sent', sent.length, () =>
+    session.ask(name, {
+      type: 'unikernel-create',
+      force: values.force === true,
+      release: '2.7',
+      config: { typ: 'solo5', compressed, image: sent, ...config },
+    }),
+  );
   session.printText(name, reply);
   return 0;
 });

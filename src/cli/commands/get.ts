@@ -25,7 +25,8 @@ const USAGE = `usage: petrel get NAME [--level L] [--out FILE] [--json]
 Fetches the image of the running unikernel NAME and writes it, uncompressed, to FILE or to
 standard output. --level 1..9 has petreld send it zlib-compressed at that level (less to carry,
 more work for both sides; default 0). With --json, --out is required and a summary (size,
-SHA-256) is printed.
+SHA-256) is printed. On a terminal, the progress of an image above 1 MB is shown on stderr
+(not with --json).
 
 ${CONNECTION_HELP}
 examples:
@@ -51,7 +52,12 @@ export const getCommand = clientCommand('get', USAGE, async (args, io) => {
   if (values.out === undefined && io.isTty?.stdout === true) {
     throw usageError('standard output is a terminal: give --out FILE or redirect it');
   }
-  const reply = expectReply(await session.ask(name, { type: 'unikernel-get', level }), 'unikernel-image');
+  const reply = expectReply(
+    await session.withProgress(`get ${printName(name)}`, 'received', null, () =>
+      session.ask(name, { type: 'unikernel-get', level }),
+    ),
+    'unikernel-image',
+  );
   let image: Uint8Array;
   try {
     image = reply.compressed ? inflateSync(reply.image) : reply.image;
