@@ -1,5 +1,6 @@
-/* petrel-spawner: starts processes for petreld (tenders, and host commands such as `ip`) and
- * reports their output and exits.
+/* petrel-spawner: starts processes for petreld (host commands such as `ip`, `mkfifo`, a
+ * tender's `--version`; tenders themselves are started by petrel-holder) and reports their
+ * output and exits.
  *
  * Why a separate process: fork() copies the caller's page tables and then makes it take a
  * copy-on-write fault on every page it writes. petreld is a Node process of ~100 MB, and on a
@@ -29,8 +30,7 @@
  * (solo5.md §1.12).
  *
  * We die with petreld (parent-death signal, and end of file on stdin), without touching the
- * children: Petrel's own tenders die with their parent in turn, and petreld's next start stops
- * any other leftover through its PID records, as it would if petreld had started them itself.
+ * children, which are short-lived commands.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -46,6 +46,8 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include "start.h"
 
 #define MAX_FRAME (1u << 20)
 #define OUTPUT_CHUNK 65536
@@ -76,19 +78,6 @@ static void write_all(const void *data, size_t len)
         p += n;
         len -= (size_t)n;
     }
-}
-
-static void put_u32(unsigned char *at, uint32_t v)
-{
-    at[0] = v & 0xff;
-    at[1] = (v >> 8) & 0xff;
-    at[2] = (v >> 16) & 0xff;
-    at[3] = (v >> 24) & 0xff;
-}
-
-static uint32_t get_u32(const unsigned char *at)
-{
-    return (uint32_t)at[0] | (uint32_t)at[1] << 8 | (uint32_t)at[2] << 16 | (uint32_t)at[3] << 24;
 }
 
 /* One event: op, a u32, an optional stage/stream byte, then a u32 or raw bytes. */
@@ -160,90 +149,7 @@ static int open_console(char kind, const char *path)
 {
     if (kind == 'A')
         return open(path, O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC);
-    int fd = open(path, O_WRONLY | O_APPEND | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-    if (fd < 0)
-        return -1;
-    struct stat st;
-    int failed = fstat(fd, &st) != 0 ? errno : !S_ISFIFO(st.st_mode) ? ENOTSUP : 0;
-    if (failed) {
-        close(fd); /* ENOTSUP stands for "not a FIFO" */
-        errno = failed;
-        return -1;
-    }
-    int flags = fcntl(fd, F_GETFL);
-    if (flags < 0 || fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) < 0) {
-        int saved = errno;
-        close(fd);
-        errno = saved;
-        return -1;
-    }
-    return fd;
-}
-
-/* execve of `file`, searched on the PATH of `env` (not ours) when it has no slash, as execvp
- * would search it; returns only on failure, with the most telling errno. */
-static int exec_on_path(char **argv, char **env)
-{
-    const char *file = argv[0];
-    if (strchr(file, '/')) {
-        execve(file, argv, env);
-        return errno;
-    }
-    const char *path = "/usr/bin:/bin";
-    for (char **e = env; *e; e++)
-        if (strncmp(*e, "PATH=", 5) == 0)
-            path = *e + 5;
-    int result = ENOENT;
-    char candidate[4096];
-    for (const char *dir = path;; dir++) {
-        const char *colon = strchrnul(dir, ':');
-        size_t dlen = (size_t)(colon - dir);
-        if (dlen + 1 + strlen(file) + 1 <= sizeof candidate) {
-            memcpy(candidate, dir, dlen);
-            size_t at = dlen;
-            if (dlen > 0)
-                candidate[at++] = '/';
-            strcpy(candidate + at, file);
-            execve(candidate, argv, env);
-            if (errno == EACCES)
-                result = EACCES; /* found, but not executable: say so rather than ENOENT */
-            else if (errno != ENOENT && errno != ENOTDIR)
-                return errno;
-        }
-        if (*colon == '\0')
-            return result;
-        dir = colon;
-    }
-}
-
-/* In the child, which shares our memory until it execs (vfork): descriptors 0, 1 and 2 from
- * `fds`, default signal handling, then exec. It changes nothing of ours but its own
- * descriptors, mask and dispositions. A failure is written to `report` (close-on-exec, so
- * success closes it unwritten). Every descriptor of ours is close-on-exec. */
-static void exec_child(const int fds[3], int report, char **argv, char **env, const sigset_t *mask)
-{
-    int err = 0;
-    for (int fd = 0; fd <= 2 && err == 0; fd++)
-        if (dup2(fds[fd], fd) < 0)
-            err = errno;
-    signal(SIGPIPE, SIG_DFL);
-    sigprocmask(SIG_UNBLOCK, mask, NULL);
-    if (err == 0)
-        err = exec_on_path(argv, env);
-    ssize_t ignored = write(report, &err, sizeof err);
-    (void)ignored;
-    _exit(127);
-}
-
-/* vfork: no copy of our page tables; we are suspended until the child execs or exits. Kept out
- * of line so that no variable of the caller lives across the vfork. */
-__attribute__((noinline)) static pid_t start_child(const int fds[3], int report, char **argv, char **env,
-                                                   const sigset_t *mask)
-{
-    pid_t pid = vfork();
-    if (pid == 0)
-        exec_child(fds, report, argv, env, mask);
-    return pid;
+    return open_fifo_writer(path);
 }
 
 static void close_all(int *fds, size_t n)
@@ -316,15 +222,9 @@ static void spawn(const unsigned char *body, size_t len, const sigset_t *mask)
     char **env = calloc(envc + 1, sizeof *env);
     if (!strings || !argv || !env)
         die("calloc");
-    for (size_t i = 0; i < total; i++) {
-        const char *nul = memchr(at, '\0', (size_t)(end - at));
-        if (!nul)
-            die_protocol("unterminated string in spawn request");
-        strings[i] = (char *)at;
-        at = nul + 1;
-    }
-    if (at != end)
-        die_protocol("trailing bytes in spawn request");
+    int split = split_strings(at, end, strings, total);
+    if (split != 0)
+        die_protocol(split == -1 ? "unterminated string in spawn request" : "trailing bytes in spawn request");
     memcpy(argv, strings + 1, argc * sizeof *argv);
     memcpy(env, strings + 1 + argc, envc * sizeof *env);
 
@@ -341,7 +241,7 @@ static void spawn(const unsigned char *body, size_t len, const sigset_t *mask)
         close_all(ours, 2);
         goto done;
     }
-    pid_t pid = start_child(fds, report[1], argv, env, mask);
+    pid_t pid = start_child(fds, report[1], argv, env, mask, 0);
     int fork_errno = errno;
     close(report[1]);
     close_all(theirs, 4);
@@ -352,13 +252,8 @@ static void spawn(const unsigned char *body, size_t len, const sigset_t *mask)
         emit_u32('E', id, 1, 'X', (uint32_t)fork_errno);
         goto done;
     }
-    int exec_errno = 0;
-    ssize_t n;
-    do
-        n = read(report[0], &exec_errno, sizeof exec_errno);
-    while (n < 0 && errno == EINTR);
-    close(report[0]);
-    if (n == (ssize_t)sizeof exec_errno) {
+    int exec_errno = exec_result(report[0]);
+    if (exec_errno != 0) {
         /* Reaped with the other exits but never reported: petreld learns it from this event. */
         int ours[2] = { out, err };
         close_all(ours, 2);
