@@ -53,6 +53,11 @@ export function tendersDir(runDir: string): string {
   return path.join(runDir, 'tenders');
 }
 
+/** `<run-dir>/holder`: the socket, lock and log of the tenders' holder (petrel-holder). */
+export function holderDir(runDir: string): string {
+  return path.join(runDir, 'holder');
+}
+
 /** `<state-dir>/block`: the block device files. */
 export function blockDir(stateDir: string): string {
   return path.join(stateDir, 'block');

@@ -1,21 +1,19 @@
 // petreld's side of native/build/petrel-spawner: one small helper process that starts the
-// tenders and the host commands (`ip`, `mkfifo`, a tender's `--version`), so petreld itself
-// never forks. A fork of petreld (a Node process of ~100 MB) cost about 5 ms per process on a
+// host commands (`ip`, `mkfifo`, a tender's `--version`, the holder), so petreld itself never
+// forks (tenders are started by the holder, src/host/holder.ts). A fork of petreld (a Node process of ~100 MB) cost about 5 ms per process on a
 // virtualised host, plus copy-on-write faults afterwards; the helper is a few hundred KB and
 // uses vfork. The protocol is described in native/spawner/petrel-spawner.c.
 //
 // The helper is started on first use and shared by the process. It keeps the event loop alive
 // only while a request or a child is outstanding. If it dies, its outstanding children are
-// killed by pid (Petrel's tenders die with it anyway) and reported as killed, and the next
-// spawn starts a new helper.
+// killed by pid and reported as killed, and the next spawn starts a new helper.
 
 import { type ChildProcessByStdio, spawn } from 'node:child_process';
-import { accessSync, constants } from 'node:fs';
 import { constants as osConstants } from 'node:os';
 import type { Readable, Writable } from 'node:stream';
 import { getSystemErrorName } from 'node:util';
 import { err, ok, type PetrelError, type Result } from '../resources/errors.js';
-import { bundledNativePath } from './native.js';
+import { bundledProgram } from './native.js';
 
 /**
  * Where the child's stdin, stdout and stderr go: a FIFO someone reads (else ENXIO), a file
@@ -82,7 +80,8 @@ export function decodeWaitStatus(status: number): ChildExit {
 // ---------------------------------------------------------------------------------------------
 // Frames
 
-function frame(body: Buffer): Buffer {
+/** A frame of the spawner's and the holder's protocols: u32 little-endian length, then the body. */
+export function frame(body: Buffer): Buffer {
   const head = Buffer.alloc(4);
   head.writeUInt32LE(body.length);
   return Buffer.concat([head, body]);
@@ -290,14 +289,7 @@ let shared: Helper | null = null;
 
 /** The bundled petrel-spawner, if it is built and executable. */
 export function spawnerProgram(): Result<string, SpawnerError> {
-  const program = bundledNativePath('petrel-spawner');
-  if (program === null) return err('E_SPAWNER', 'petrel-spawner: no package root found');
-  try {
-    accessSync(program, constants.X_OK);
-  } catch {
-    return err('E_SPAWNER', `petrel-spawner is not built at ${program} (run \`make -C native\`)`);
-  }
-  return ok(program);
+  return bundledProgram('petrel-spawner', 'E_SPAWNER');
 }
 
 /**
