@@ -12,6 +12,11 @@ export class LineSplitter {
   /** After a cut, input is dropped up to and including the next newline. */
   #dropping = false;
 
+  /** Bytes pushed that are not part of a line yet (the unterminated tail). */
+  get pending(): number {
+    return this.#slack.length;
+  }
+
   /**
    * Feeds bytes as they came from the FIFO; returns the complete, non-empty lines (without
    * their newline). Processing happens in READ_SIZE slices so the result is what Albatross

@@ -1,74 +1,144 @@
-// Reads one unikernel's console FIFO (semantics §8.3, §11.1): the read end is opened
-// non-blocking BEFORE the tender opens the write end, and reading starts once the tender runs,
-// so end-of-file means "every writer (the tender) has gone". The FIFO is always drained.
+// Reads one unikernel's console from its holder (semantics §11.1 with Petrel (k)): the holder
+// owns the FIFO's read end and sends the bytes with running offsets; this cuts them into lines,
+// acknowledges each line boundary it handled, and, where offsets jump (the holder's buffer
+// overflowed while no petreld was attached), says in a marker line how many bytes were dropped.
 
-import { constants, open } from 'node:fs';
-import { Socket } from 'node:net';
-import { err, ok, type PetrelError, type Result } from '../resources/errors.js';
 import { LineSplitter } from './lines.js';
 
 export interface ConsoleReader {
-  /** Starts draining; call once the tender holds the write end. */
+  /** Kept for the launch order (console before tender); bytes flow once the source is bound. */
   start(): void;
-  /** Resolves at end of file (or on a read error), after the last lines were delivered. */
+  /** Resolves once the console ended (the tender exited and every byte was delivered), or on close. */
   readonly done: Promise<void>;
   /** Stops reading for a while (flow control); the tender blocks once the FIFO is full. */
   pause(): void;
   resume(): void;
-  /** Stops reading and closes the descriptor (used when the launch is undone). */
+  /** Stops delivering lines (the launch is undone, or the console is abandoned). */
   close(): void;
 }
 
 /** Called with the complete lines of one read and the wall-clock time (ms) of that read. */
 export type LineSink = (lines: Buffer[], timestamp: number) => void;
 
-function openReadEnd(fifo: string): Promise<Result<number, PetrelError<'E_CONSOLE_OPEN'>>> {
-  return new Promise((resolve) => {
-    open(fifo, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOFOLLOW, (error, fd) => {
-      if (error === null) resolve(ok(fd));
-      else resolve(err('E_CONSOLE_OPEN', `opening console ${fifo}: ${error.message}`, { path: fifo }));
-    });
-  });
+/** Console bytes at a running offset, as src/host/holder.ts delivers them. */
+export interface ConsoleBytes {
+  readonly offset: number;
+  readonly time: number;
+  readonly bytes: Buffer;
 }
 
-export async function openConsoleReader(
-  fifo: string,
-  sink: LineSink,
-  now: () => number = Date.now,
-): Promise<Result<ConsoleReader, PetrelError<'E_CONSOLE_OPEN'>>> {
-  const fd = await openReadEnd(fifo);
-  if (!fd.ok) return fd;
-  let socket: Socket | null = null;
+/** Where the bytes come from: a held tender's console (src/host/holder.ts HeldChild). */
+export interface ConsoleSource {
+  onConsole(listener: (chunk: ConsoleBytes) => void): void;
+  pause(): void;
+  resume(): void;
+  ack(offset: number): void;
+  /** Resolves after the last chunk was delivered. */
+  readonly exit: Promise<unknown>;
+}
+
+/** For a console taken over from an earlier petreld: the holder's oldest byte and what was handled. */
+export interface ResumeAt {
+  readonly first: number;
+  readonly acked: number;
+}
+
+export interface HeldConsoleReader extends ConsoleReader {
+  /** Connects the tender's console; `resume` when it was handled by an earlier petreld. */
+  bind(source: ConsoleSource, resume?: ResumeAt): void;
+}
+
+const NEWLINE = 0x0a;
+
+/** The line that stands for bytes the holder had to drop. */
+export function droppedMarker(bytes: number): Buffer {
+  return Buffer.from(`[petrel: ${bytes} bytes of console output dropped]`);
+}
+
+export function heldConsoleReader(sink: LineSink): HeldConsoleReader {
+  let source: ConsoleSource | null = null;
+  let closed = false;
+  let paused = false;
   let finish: () => void = () => undefined;
   const done = new Promise<void>((resolve) => {
     finish = resolve;
   });
-  const splitter = new LineSplitter();
-  return ok({
+  let splitter = new LineSplitter();
+  /** The next offset due; everything before `handled` was given to the sink or counted. */
+  let expected = 0;
+  let handled = 0;
+  /** Inside a line whose start was lost: bytes are skipped up to its newline. */
+  let skipping = false;
+  let dropped = 0;
+
+  /** Bytes [from, to) will never become lines: count those not handled before. */
+  const lose = (from: number, to: number) => {
+    dropped += Math.max(0, to - Math.max(from, handled));
+    handled = Math.max(handled, to);
+  };
+
+  const chunk = ({ offset, time, bytes }: ConsoleBytes) => {
+    if (closed) return;
+    let data = bytes;
+    let at = offset;
+    if (at > expected) {
+      lose(expected - splitter.pending, at);
+      splitter = new LineSplitter();
+      skipping = true;
+    } else if (at < expected) {
+      data = data.subarray(Math.min(data.length, expected - at));
+      at = expected;
+    }
+    expected = at + data.length;
+    if (skipping) {
+      const newline = data.indexOf(NEWLINE);
+      const skip = newline < 0 ? data.length : newline + 1;
+      lose(at, at + skip);
+      data = data.subarray(skip);
+      skipping = newline < 0;
+    }
+    const lines = skipping ? [] : splitter.push(data);
+    if (dropped > 0 && !skipping) {
+      lines.unshift(droppedMarker(dropped));
+      dropped = 0;
+    }
+    if (lines.length > 0) sink(lines, time);
+    handled = Math.max(handled, expected - splitter.pending);
+    source?.ack(handled);
+  };
+
+  return {
     done,
-    start() {
-      if (socket !== null) return;
-      socket = new Socket({ fd: fd.value, readable: true, writable: false });
-      socket.on('data', (chunk: Buffer) => {
-        const lines = splitter.push(chunk);
-        if (lines.length > 0) sink(lines, now());
+    bind(bound, resume) {
+      if (source !== null || closed) return;
+      source = bound;
+      if (resume !== undefined) {
+        // The holder's oldest byte may be inside a line: the lines start after its newline.
+        expected = resume.first;
+        handled = resume.acked;
+        if (resume.first > resume.acked) lose(resume.acked, resume.first);
+        skipping = resume.first > 0;
+      }
+      if (paused) bound.pause();
+      bound.onConsole(chunk);
+      void bound.exit.then(() => {
+        if (!closed && dropped > 0) sink([droppedMarker(dropped)], Date.now());
+        closed = true;
+        finish();
       });
-      socket.once('close', () => finish());
-      // A read error ends the console like end of file does; the tender keeps running.
-      socket.on('error', () => socket?.destroy());
     },
+    start() {},
     pause() {
-      socket?.pause();
+      paused = true;
+      source?.pause();
     },
     resume() {
-      socket?.resume();
+      paused = false;
+      source?.resume();
     },
     close() {
-      if (socket === null) {
-        socket = new Socket({ fd: fd.value, readable: true, writable: false });
-        socket.once('close', () => finish());
-      }
-      socket.destroy();
+      closed = true;
+      finish();
     },
-  });
+  };
 }

@@ -5,6 +5,7 @@
 import { createPrivateKey, X509Certificate } from 'node:crypto';
 import { lstat, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
+import { holderProgram } from '../host/holder.js';
 import { spawnerProgram } from '../host/spawner.js';
 import { err, type PetrelError } from '../resources/errors.js';
 import {
@@ -48,7 +49,7 @@ export function requiredChecks(config: PetrelConfig): ReadonlySet<string> {
   if (config.runtimes.length === 0) return required;
   if (config.runtimes.includes('hvt')) required.add('kvm').add('tenders.hvt');
   if (config.runtimes.includes('spt')) required.add('tenders.spt');
-  required.add('spawner').add('stateDir').add('runDir').add('sockets');
+  required.add('spawner').add('holder').add('stateDir').add('runDir').add('sockets');
   for (const bridge of config.bridges) required.add(`bridges.${bridge}`);
   if (config.bridges.length > 0) required.add('tun').add('netAdmin');
   if (config.tlsListen !== null) required.add('tls');
@@ -296,8 +297,17 @@ export async function preflight(
     check(
       'spawner',
       spawner.ok
-        ? passed(`${spawner.value} (starts the tenders)`)
+        ? passed(`${spawner.value} (starts host commands)`)
         : failed(spawner.error.message, 'build the native parts: make -C native'),
+    ),
+  );
+  const holder = holderProgram();
+  results.push(
+    check(
+      'holder',
+      holder.ok
+        ? passed(`${holder.value} (the tenders' parent, which outlives petreld)`)
+        : failed(holder.error.message, 'build the native parts: make -C native'),
     ),
   );
   const uid = options.uid ?? process.getuid?.() ?? 0;

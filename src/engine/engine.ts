@@ -713,6 +713,7 @@ export class Engine {
     return this.#queue.add(async () => {
       this.#persisting = false;
       await Promise.all([...this.#running.values()].map((run) => this.#stop(run)));
+      this.#host.close();
     });
   }
 

@@ -4,7 +4,12 @@
 
 import { mkdir, readFile, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
-import { type ConsoleReader, type LineSink, openConsoleReader } from '../console/reader.js';
+import {
+  type ConsoleReader,
+  type HeldConsoleReader,
+  heldConsoleReader,
+  type LineSink,
+} from '../console/reader.js';
 import { readBlockData, replaceBlockData } from '../host/blockdata.js';
 import { checkBridges } from '../host/bridges.js';
 import { FifoPool, listFifos, makeFifo, removeFifoAt, SPARE_PREFIX } from '../host/fifo.js';
@@ -20,8 +25,9 @@ import {
   writeFileAtomic,
   writeImage,
 } from '../host/files.js';
+import { Holder } from '../host/holder.js';
 import type { NetOptions } from '../host/ip.js';
-import { blockDir, blockPath } from '../host/paths.js';
+import { blockDir, blockPath, holderDir } from '../host/paths.js';
 import { readPidRecords, removePidRecord, stopRecordedProcess } from '../host/pidrecord.js';
 import { createTap, listOwnedTaps, removeTap } from '../host/tap.js';
 import type { Undoable } from '../host/undo.js';
@@ -44,7 +50,7 @@ export interface EngineHost {
   writeImage(name: Name, image: Uint8Array): HostResult<Undoable<string>>;
   makeFifo(name: Name): HostResult<Undoable<string>>;
   createTap(bridge: string): HostResult<Undoable<string>>;
-  /** Opens the console FIFO's read end; must happen before the tender opens the write end. */
+  /** The console of the tender about to be spawned on `fifo` (the holder reads the FIFO). */
   openConsole(fifo: string, sink: LineSink): HostResult<ConsoleReader>;
   spawnTender(argv: readonly string[], fifo: string, name: Name): HostResult<TenderProcess>;
   /** Release after a tender exited (semantics §5.8 order: image, FIFO, taps). */
@@ -80,6 +86,8 @@ export interface EngineHost {
    * removal a crash interrupted; returns what it did, for the log.
    */
   cleanLeftovers(): HostResult<string[]>;
+  /** Lets go of the holder (petreld stops); whatever it still holds keeps running under it. */
+  close(): void;
 }
 
 export interface HostOptions {
@@ -107,6 +115,17 @@ export function createHost(options: HostOptions): EngineHost {
   const fifos = new FifoPool(options.runDir);
   const lookups = new Map<string, { path: string; at: number }>();
   const statePath = path.join(options.stateDir, 'state');
+  /** Consoles opened for tenders not spawned yet, by FIFO path. */
+  const consoles = new Map<string, HeldConsoleReader>();
+  let holder: Holder | null = null;
+  /** The holder of the run directory, connected (and started) when first needed or after it died. */
+  const held = async (): Promise<Result<Holder, PetrelError>> => {
+    if (holder?.connected) return ok(holder);
+    const connected = await Holder.connect(holderDir(options.runDir));
+    if (!connected.ok) return connected;
+    holder = connected.value;
+    return connected;
+  };
 
   return {
     async makeDirectories() {
@@ -154,13 +173,32 @@ export function createHost(options: HostOptions): EngineHost {
     writeImage: (name, image) => writeImage(options.runDir, name, image),
     makeFifo: (name) => makeFifo(options.runDir, name, fifos.create),
     createTap: (bridge) => createTap(bridge, net),
-    openConsole: (fifo, sink) => openConsoleReader(fifo, sink),
+    async openConsole(fifo, sink) {
+      const reader = heldConsoleReader(sink);
+      consoles.set(fifo, reader);
+      return ok(reader);
+    },
 
-    spawnTender(argv, fifo, name) {
+    async spawnTender(argv, fifo, name) {
+      const reader = consoles.get(fifo);
+      consoles.delete(fifo);
+      const connected = await held();
+      if (!connected.ok) return connected;
       // In a test namespace the tender must open its taps there: `ip netns exec` execs it, so
       // the pid is still the tender's.
       const full = options.netns === undefined ? argv : ['ip', 'netns', 'exec', options.netns, ...argv];
-      return spawnTender({ argv: full, console: { fifo }, record: { runDir: options.runDir, name } });
+      const spawned = await spawnTender({
+        holder: connected.value,
+        argv: full,
+        console: { fifo },
+        record: { runDir: options.runDir, name },
+        tag: printName(name),
+      });
+      if (!spawned.ok) return spawned;
+      const tender = spawned.value;
+      if (reader !== undefined && tender.console !== null) reader.bind(tender.console);
+      void tender.shutdown.then(() => tender.forget());
+      return spawned;
     },
 
     async removeImage(file) {
@@ -215,6 +253,23 @@ export function createHost(options: HostOptions): EngineHost {
         if (!removed.ok) return removed;
         done.push(...removed.value);
       }
+      // Tenders an earlier petreld left under the holder are stopped like recorded leftovers.
+      const connected = await held();
+      if (!connected.ok) return connected;
+      const children = await connected.value.list();
+      if (!children.ok) return children;
+      for (const child of children.value) {
+        const watched = await connected.value.watch(child.pid);
+        if (watched === null) continue;
+        if (child.exit === null) {
+          watched.child.kill('SIGTERM');
+          const timer = setTimeout(() => watched.child.kill('SIGKILL'), options.stopTimeoutMs);
+          await watched.child.exit;
+          clearTimeout(timer);
+          done.push(`stopped leftover tender ${child.pid} (${child.tag})`);
+        }
+        watched.child.forget();
+      }
       const records = readPidRecords(options.runDir);
       if (!records.ok) return records;
       for (const record of records.value.records) {
@@ -249,6 +304,11 @@ export function createHost(options: HostOptions): EngineHost {
         done.push(`removed image ${entry}`);
       }
       return ok(done);
+    },
+
+    close() {
+      holder?.close();
+      holder = null;
     },
   };
 }

@@ -216,6 +216,8 @@ export function checkPidRecord(
 export interface StopOptions {
   /** Time between SIGTERM and SIGKILL, in milliseconds. Default 10 000. */
   readonly graceMs?: number;
+  /** Whether to send SIGTERM first; without, the grace is only waited (a process already dying). */
+  readonly term?: boolean;
   /** How long to wait for the process to vanish after SIGKILL. Default 5 000. */
   readonly killWaitMs?: number;
   /** Poll interval. Default 20 ms. */
@@ -223,7 +225,7 @@ export interface StopOptions {
 }
 
 async function waitUntilNotAlive(
-  record: PidRecord,
+  record: Pick<PidRecord, 'pid' | 'startTime'>,
   ms: number,
   pollMs: number,
 ): Promise<Result<Liveness, PidRecordError>> {
@@ -250,14 +252,14 @@ function signal(pid: number, sig: NodeJS.Signals): void {
  * found to be (`gone`, `recycled`) when nothing had to be stopped.
  */
 export async function stopRecordedProcess(
-  record: PidRecord,
+  record: Pick<PidRecord, 'pid' | 'startTime'>,
   options: StopOptions = {},
 ): Promise<Result<'stopped' | 'gone' | 'recycled', PidRecordError>> {
   const pollMs = options.pollMs ?? 20;
   const first = checkPidRecord(record);
   if (!first.ok) return first;
   if (first.value !== 'alive') return ok(first.value);
-  signal(record.pid, 'SIGTERM');
+  if (options.term !== false) signal(record.pid, 'SIGTERM');
   const afterTerm = await waitUntilNotAlive(record, options.graceMs ?? 10_000, pollMs);
   if (!afterTerm.ok) return afterTerm;
   if (afterTerm.value === 'alive') {

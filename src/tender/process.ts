@@ -1,34 +1,41 @@
-// One tender process: spawned with its console on the unikernel's FIFO, recorded in a PID
-// record, stopped with SIGTERM then SIGKILL, and a shutdown promise that remembers who signalled.
+// One tender process under the holder (src/host/holder.ts): spawned with its console on the
+// unikernel's FIFO, or taken over from an earlier petreld; recorded in a PID record, stopped
+// with SIGTERM then SIGKILL, and a shutdown promise that remembers who signalled.
 
-import { setTimeout as sleep } from 'node:timers/promises';
 import { defaultCommandEnv } from '../host/command.js';
 import { ioError } from '../host/files.js';
+import type { HeldChild, HeldChildInfo, Holder } from '../host/holder.js';
 import {
   type PidRecord,
   type PidRecordError,
   processStartTime,
   readPidRecordFile,
   removePidRecord,
+  stopRecordedProcess,
   writePidRecord,
 } from '../host/pidrecord.js';
-import { type SpawnConsole, spawnChild } from '../host/spawner.js';
 import { err, ok, type PetrelError, type Result } from '../resources/errors.js';
 import type { Name } from '../resources/name.js';
 
 /** How a tender ended. `sentSignal` is the last signal Petrel sent it, so that hvt's exit 1
- * after our SIGTERM (solo5.md §1.9) is not mistaken for a failure. */
+ * after our SIGTERM (solo5.md §1.9) is not mistaken for a failure. `holderLost` when the holder
+ * died, which took the tender with it: not the guest's doing. */
 export interface TenderExit {
   readonly code: number | null;
   readonly signal: NodeJS.Signals | null;
   readonly sentSignal: 'SIGTERM' | 'SIGKILL' | null;
+  readonly holderLost?: boolean;
 }
 
-/** Where the tender's stdin, stdout and stderr go: a console FIFO (a reader must have it open)
- * or a file opened for appending (tests give /dev/null). */
-export type ConsoleTarget = { readonly fifo: string } | { readonly file: string };
+/** Where the tender's stdin, stdout and stderr go: a console FIFO the holder reads (keeping the
+ * last `bufferBytes` while no petreld is attached), or a file opened for appending (tests give
+ * /dev/null). */
+export type ConsoleTarget =
+  | { readonly fifo: string; readonly bufferBytes?: number }
+  | { readonly file: string };
 
 export interface SpawnOptions {
+  readonly holder: Holder;
   /** The full argument vector; argv[0] is the program (`taskset`, from argv.ts). */
   readonly argv: readonly string[];
   readonly console: ConsoleTarget;
@@ -36,6 +43,9 @@ export interface SpawnOptions {
   readonly record?: { readonly runDir: string; readonly name: Name };
   /** Environment of the tender. Default: only `PATH`. */
   readonly env?: NodeJS.ProcessEnv;
+  /** Kept by the holder for a later petreld: which unikernel, and what it needs to adopt it. */
+  readonly tag?: string;
+  readonly meta?: string;
 }
 
 export type SpawnError = PidRecordError | PetrelError<'E_TENDER_CONSOLE' | 'E_TENDER_SPAWN'>;
@@ -47,18 +57,19 @@ export interface TenderProcess {
   /** Wall clock at spawn (what unikernel info reports as started). */
   readonly startedAt: Date;
   readonly record: PidRecord | null;
+  /** The console bytes the holder reads, when the console is a FIFO. */
+  readonly console: HeldChild | null;
   /** Resolves once the process exited and its PID record is removed. Never rejects. */
   readonly shutdown: Promise<TenderExit>;
   readonly exited: boolean;
   /** SIGTERM, then SIGKILL after `graceMs` unless it exited; resolves with the exit. */
   stop(graceMs: number): Promise<TenderExit>;
+  /** Tells the holder the exit was dealt with, so a later petreld does not see it again. */
+  forget(): void;
 }
 
-/** The error for a console the spawner could not open, in the terms of the host layer. */
+/** The error for a console the holder could not open, in the terms of the host layer. */
 function consoleError(path: string, errno: string): SpawnError {
-  if (errno === 'ENXIO') {
-    return { code: 'E_TENDER_CONSOLE', message: `nobody reads the console fifo ${path}`, details: { path } };
-  }
   if (errno === 'ENOTSUP') {
     return { code: 'E_TENDER_CONSOLE', message: `console ${path} is not a fifo`, details: { path } };
   }
@@ -73,62 +84,40 @@ function dropRecord(record: PidRecord): void {
   }
 }
 
-/**
- * Starts a tender. On success the process runs (or has already ended: see `shutdown`) and,
- * when asked, its PID record exists. If the record cannot be written the tender is killed and
- * the error returned, so no unrecorded tender is left behind.
- */
-export async function spawnTender(options: SpawnOptions): Promise<Result<TenderProcess, SpawnError>> {
-  const program = options.argv[0];
-  if (program === undefined) return err('E_TENDER_SPAWN', 'empty argument vector');
-  const console: SpawnConsole =
-    'fifo' in options.console
-      ? { kind: 'fifo', path: options.console.fifo }
-      : { kind: 'file', path: options.console.file };
-  const spawned = await spawnChild({ argv: options.argv, env: options.env ?? defaultCommandEnv(), console });
-  const startedAt = new Date();
-  if (!spawned.ok) {
-    const failure = spawned.error;
-    if ('stage' in failure && failure.stage === 'console')
-      return { ok: false, error: consoleError(console.path, failure.errno) };
-    const reason = 'stage' in failure ? failure.errno : failure.message;
-    return err('E_TENDER_SPAWN', `could not start ${program}: ${reason}`, { program });
-  }
-  const child = spawned.value;
+/** How long a tender whose holder died may take to die of its parent-death signal. */
+const ORPHAN_GRACE_MS = 2_000;
 
+/**
+ * Wraps a held child as a tender: exit, shutdown (record dropped), stop with escalation. When
+ * the holder is lost the exit waits until the process is really gone (its parent-death
+ * signal, or SIGKILL from here), so nobody starts the unikernel again while it still runs.
+ */
+function tenderOf(
+  child: HeldChild,
+  startTime: string | null,
+  startedAt: Date,
+  console: boolean,
+  getRecord: () => PidRecord | null,
+): TenderProcess {
   let sentSignal: TenderExit['sentSignal'] = null;
   let exited = false;
-  let record: PidRecord | null = null;
-  const exit = new Promise<TenderExit>((resolve) => {
-    const done = (code: number | null, signal: NodeJS.Signals | null): void => {
-      exited = true;
-      resolve({ code, signal, sentSignal });
+  const exit = child.exit.then(async (status): Promise<TenderExit> => {
+    if (status.holderLost && startTime !== null) {
+      await stopRecordedProcess({ pid: child.pid, startTime }, { term: false, graceMs: ORPHAN_GRACE_MS });
+    }
+    exited = true;
+    return {
+      code: status.code,
+      signal: status.signal,
+      sentSignal,
+      ...(status.holderLost ? { holderLost: true } : {}),
     };
-    void child.exit.then(({ code, signal }) => done(code, signal));
   });
-  // The record is written synchronously below, before any exit can be handled, so shutdown
-  // (which drops it) always sees it: once shutdown resolves no record of this process is left.
   const shutdown = exit.then((status) => {
+    const record = getRecord();
     if (record !== null) dropRecord(record);
     return status;
   });
-
-  const startTime = processStartTime(child.pid);
-  if (options.record !== undefined && !startTime.ok && !exited) {
-    child.kill('SIGKILL');
-    await shutdown;
-    return startTime;
-  }
-  if (options.record !== undefined && startTime.ok) {
-    const written = writePidRecord(options.record.runDir, options.record.name, child.pid, startTime.value);
-    if (!written.ok) {
-      child.kill('SIGKILL');
-      await shutdown;
-      return written;
-    }
-    record = written.value.value;
-  }
-
   let stopping: Promise<TenderExit> | null = null;
   const send = (signal: 'SIGTERM' | 'SIGKILL'): void => {
     if (exited) return;
@@ -138,29 +127,111 @@ export async function spawnTender(options: SpawnOptions): Promise<Result<TenderP
   const stop = (graceMs: number): Promise<TenderExit> => {
     stopping ??= (async () => {
       send('SIGTERM');
-      const timer = new AbortController();
+      let timer: NodeJS.Timeout | undefined;
       const finished = await Promise.race([
         exit.then(() => true),
-        sleep(graceMs, false, { signal: timer.signal }).catch(() => false),
+        new Promise<boolean>((resolve) => {
+          timer = setTimeout(resolve, graceMs, false);
+        }),
       ]);
-      timer.abort();
+      clearTimeout(timer);
       if (!finished) send('SIGKILL');
       return shutdown;
     })();
     return stopping;
   };
-
-  return ok({
+  return {
     pid: child.pid,
-    startTime: startTime.ok ? startTime.value : null,
+    startTime,
     startedAt,
     get record() {
-      return record;
+      return getRecord();
     },
+    console: console ? child : null,
     shutdown,
     get exited() {
       return exited;
     },
     stop,
+    forget: () => child.forget(),
+  };
+}
+
+/**
+ * Starts a tender under the holder. On success the process runs (or has already ended: see
+ * `shutdown`) and, when asked, its PID record exists. If the record cannot be written the
+ * tender is killed and the error returned, so no unrecorded tender is left behind.
+ */
+export async function spawnTender(options: SpawnOptions): Promise<Result<TenderProcess, SpawnError>> {
+  const program = options.argv[0];
+  if (program === undefined) return err('E_TENDER_SPAWN', 'empty argument vector');
+  const target = options.console;
+  const spawned = await options.holder.spawn({
+    argv: options.argv,
+    env: options.env ?? defaultCommandEnv(),
+    console:
+      'fifo' in target
+        ? {
+            kind: 'fifo',
+            path: target.fifo,
+            ...(target.bufferBytes === undefined ? {} : { bufferBytes: target.bufferBytes }),
+          }
+        : { kind: 'file', path: target.file },
+    tag: options.tag ?? '',
+    ...(options.meta === undefined ? {} : { meta: options.meta }),
   });
+  const startedAt = new Date();
+  if (!spawned.ok) {
+    const failure = spawned.error;
+    const path = 'fifo' in target ? target.fifo : target.file;
+    if ('stage' in failure && failure.stage === 'console')
+      return { ok: false, error: consoleError(path, failure.errno) };
+    const reason = 'stage' in failure ? failure.errno : failure.message;
+    return err('E_TENDER_SPAWN', `could not start ${program}: ${reason}`, { program });
+  }
+  const child = spawned.value;
+  let record: PidRecord | null = null;
+  const startTime = processStartTime(child.pid);
+  const tender = tenderOf(
+    child,
+    startTime.ok ? startTime.value : null,
+    startedAt,
+    'fifo' in target,
+    () => record,
+  );
+  // The record is written synchronously below, before any exit can be handled, so shutdown
+  // (which drops it) always sees it: once shutdown resolves no record of this process is left.
+  if (options.record !== undefined && !startTime.ok && !child.exited) {
+    child.kill('SIGKILL');
+    await tender.shutdown;
+    child.forget();
+    return startTime;
+  }
+  if (options.record !== undefined && startTime.ok) {
+    const written = writePidRecord(options.record.runDir, options.record.name, child.pid, startTime.value);
+    if (!written.ok) {
+      child.kill('SIGKILL');
+      await tender.shutdown;
+      child.forget();
+      return written;
+    }
+    record = written.value.value;
+  }
+  return ok(tender);
+}
+
+/**
+ * Takes over a tender an earlier petreld started (the holder still has it, running or exited):
+ * its console from the oldest byte the holder kept, its exit, its record. Null when the holder
+ * no longer has it.
+ */
+export async function adoptTender(
+  holder: Holder,
+  info: HeldChildInfo,
+  record: PidRecord | null,
+): Promise<{ tender: TenderProcess; console: { first: number; acked: number } } | null> {
+  const watched = await holder.watch(info.pid);
+  if (watched === null) return null;
+  const tender = tenderOf(watched.child, record?.startTime ?? null, info.startedAt, true, () => record);
+  return { tender, console: watched.console };
 }

@@ -93,7 +93,7 @@ const byName = (results: readonly CheckResult[], name: string): CheckResult | un
 
 describe('fatal checks are declared by the configuration', () => {
   it('hvt needs kvm and an hvt tender; spt an spt tender; none nothing', () => {
-    const always = ['spawner', 'stateDir', 'runDir', 'sockets'];
+    const always = ['spawner', 'holder', 'stateDir', 'runDir', 'sockets'];
     expect([...requiredChecks(config())].sort()).toEqual(['kvm', 'tenders.hvt', ...always].sort());
     expect([...requiredChecks(config({ runtimes: 'spt' }))].sort()).toEqual(
       ['tenders.spt', ...always].sort(),
@@ -217,6 +217,7 @@ describe('a host where everything required is there', () => {
       'kvm',
       'tenders.hvt',
       'spawner',
+      'holder',
       'stateDir',
       'runDir',
       'sockets',

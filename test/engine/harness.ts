@@ -91,6 +91,11 @@ export interface TestEngine {
   snapshot(): Promise<string>;
   /** A fresh engine on the same directories and namespace (a daemon restart). */
   reopen(): Promise<TestEngine>;
+  /**
+   * The engine dies as a crashed petreld would, as far as the host can tell: it lets go of the
+   * holder without stopping anything, and `close` then only removes what the test made.
+   */
+  crash(): void;
   close(): Promise<void>;
 }
 
@@ -128,6 +133,7 @@ export async function makeEngine(
     stopTimeoutMs: options.stopTimeoutMs ?? 2_000,
     ...(options.restart === undefined ? {} : { restart: options.restart }),
   });
+  let crashed = false;
   const restored = await engine.restore(null);
   if (!restored.ok) throw new Error(`restore failed: ${restored.error.message}`);
   const self: TestEngine = {
@@ -157,8 +163,12 @@ export async function makeEngine(
       return `links: ${netns.links()}\nrun: ${await list(runDir)}\nstate: ${await list(stateDir)}\nstate bytes: ${state.toString('hex')}`;
     },
     reopen: () => makeEngine(options, { dir, netns }),
+    crash() {
+      crashed = true;
+      real.close();
+    },
     async close() {
-      await engine.shutdown();
+      if (!crashed) await engine.shutdown();
       if (shared === undefined) {
         netns.destroy();
         await rm(dir, { recursive: true, force: true });

@@ -66,6 +66,7 @@ describe('persistence', () => {
     spawnSync('mkfifo', [`${t.runDir}/fifo/:ghost`]);
     // A process that is not ours with a PID file that does not match must survive.
     const stranger = spawn('sleep', ['30']);
+    t.crash();
 
     second = await t.reopen();
     expect(existsSync(`/proc/${pid}`)).toBe(false);

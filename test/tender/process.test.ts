@@ -1,29 +1,35 @@
-import { constants, existsSync, openSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { readdir } from 'node:fs/promises';
-import net from 'node:net';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { makeFifo } from '../../src/host/fifo.js';
+import { Holder } from '../../src/host/holder.js';
 import { checkPidRecord, readPidRecords } from '../../src/host/pidrecord.js';
-import { spawnTender, type TenderProcess } from '../../src/tender/process.js';
+import { adoptTender, type SpawnOptions, spawnTender, type TenderProcess } from '../../src/tender/process.js';
 import { failure, name, tempDir, value } from '../host/helpers.js';
 
 let dir: string;
 let cleanup: () => Promise<void>;
+let holder: Holder;
 const started: TenderProcess[] = [];
 
 beforeEach(async () => {
   ({ dir, cleanup } = await tempDir());
+  holder = value(await Holder.connect(path.join(dir, 'holder')));
 });
 afterEach(async () => {
-  // Only the processes these tests started, through their own handles.
+  // Only the processes these tests started, through their own handles; the holder ends with
+  // its directory.
   for (const tender of started.splice(0)) await tender.stop(0);
+  holder.close();
   await cleanup();
 });
 
+const spawn = (options: Omit<SpawnOptions, 'holder'>) => spawnTender({ holder, ...options });
+
 async function spawnOk(argv: string[], withRecord = false): Promise<TenderProcess> {
   const tender = value(
-    await spawnTender({
+    await spawn({
       argv,
       console: { file: '/dev/null' },
       ...(withRecord ? { record: { runDir: dir, name: name('user:web') } } : {}),
@@ -89,58 +95,80 @@ describe('tender process', () => {
     expect(value(checkPidRecord(record))).toBe('gone');
   });
 
-  it('writes stdout and stderr to the console FIFO', async () => {
+  it('writes stdout and stderr to the console FIFO, which the holder reads', async () => {
     const fifo = value(await makeFifo(dir, name('user:web'))).value;
-    // The console opens the read end first, non-blocking, as semantics §8.3 says.
-    const reader = new net.Socket({
-      fd: openSync(fifo, constants.O_RDONLY | constants.O_NONBLOCK),
-      readable: true,
-    });
-    const chunks: Buffer[] = [];
-    reader.on('data', (chunk: Buffer) => chunks.push(chunk));
-    const ended = new Promise((resolve) => reader.once('end', resolve));
     const tender = value(
-      await spawnTender({
-        argv: ['sh', '-c', 'echo guest output; echo tender error >&2'],
-        console: { fifo },
-      }),
+      await spawn({ argv: ['sh', '-c', 'echo guest output; echo tender error >&2'], console: { fifo } }),
     );
     started.push(tender);
+    const chunks: Buffer[] = [];
+    tender.console?.onConsole((chunk) => chunks.push(chunk.bytes));
     expect((await tender.shutdown).code).toBe(0);
-    await ended;
-    reader.destroy();
     expect(Buffer.concat(chunks).toString()).toBe('guest output\ntender error\n');
+    const missing = path.join(dir, 'missing');
+    expect(failure(await spawn({ argv: ['true'], console: { fifo: missing } })).code).toBe('E_HOST_IO');
   });
 
-  it('refuses to start without a console reader instead of blocking', async () => {
+  it('is taken over by a later connection with its record, its console and its exit', async () => {
     const fifo = value(await makeFifo(dir, name('user:web'))).value;
-    const error = failure(await spawnTender({ argv: ['sleep', '30'], console: { fifo } }));
-    expect(error).toMatchObject({
-      code: 'E_TENDER_CONSOLE',
-      message: `nobody reads the console fifo ${fifo}`,
+    const tender = value(
+      await spawn({
+        argv: ['sh', '-c', 'echo before; sleep 0.6; echo after; exit 4'],
+        console: { fifo },
+        record: { runDir: dir, name: name('user:web') },
+        tag: 'user:web',
+      }),
+    );
+    const record = tender.record;
+    await new Promise((r) => setTimeout(r, 200));
+    holder.close();
+    holder = value(await Holder.connect(path.join(dir, 'holder')));
+    const listed = value(await holder.list());
+    expect(listed.map((c) => [c.pid, c.tag, c.exit])).toEqual([[tender.pid, 'user:web', null]]);
+    const adopted = await adoptTender(holder, listed[0] as never, record);
+    if (adopted === null) throw new Error('not adopted');
+    expect(adopted.tender.pid).toBe(tender.pid);
+    expect(adopted.tender.startTime).toBe(tender.startTime);
+    expect(adopted.console).toEqual({ first: 0, end: 7, acked: 0 });
+    const chunks: Buffer[] = [];
+    adopted.tender.console?.onConsole((chunk) => chunks.push(chunk.bytes));
+    expect(await adopted.tender.shutdown).toEqual({ code: 4, signal: null, sentSignal: null });
+    expect(Buffer.concat(chunks).toString()).toBe('before\nafter\n');
+    expect(await readdir(path.join(dir, 'tenders'))).toEqual([]);
+  });
+
+  it('ends with its holder: the exit says so once the process is gone, and the record is dropped', async () => {
+    const tender = await spawnOk(['sleep', '30'], true);
+    process.kill(holder.pid, 'SIGKILL');
+    expect(await tender.shutdown).toEqual({
+      code: null,
+      signal: 'SIGKILL',
+      sentSignal: null,
+      holderLost: true,
     });
-    const missing = path.join(dir, 'missing');
-    expect(failure(await spawnTender({ argv: ['true'], console: { fifo: missing } })).code).toBe('E_HOST_IO');
+    expect(
+      existsSync(`/proc/${tender.pid}/cmdline`) && readFileSync(`/proc/${tender.pid}/cmdline`, 'utf8') !== '',
+    ).toBe(false);
+    expect(await readdir(path.join(dir, 'tenders'))).toEqual([]);
+    holder = value(await Holder.connect(path.join(dir, 'holder')));
   });
 
   it('refuses a console that is not a FIFO, or a symlink to one', async () => {
     const file = path.join(dir, 'plain');
     writeFileSync(file, '');
-    expect(failure(await spawnTender({ argv: ['true'], console: { fifo: file } }))).toMatchObject({
+    expect(failure(await spawn({ argv: ['true'], console: { fifo: file } }))).toMatchObject({
       code: 'E_TENDER_CONSOLE',
       message: `console ${file} is not a fifo`,
     });
     const fifo = value(await makeFifo(dir, name('user:web'))).value;
     const link = path.join(dir, 'link');
     symlinkSync(fifo, link);
-    expect(failure(await spawnTender({ argv: ['true'], console: { fifo: link } })).code).toBe(
-      'E_HOST_SYMLINK',
-    );
+    expect(failure(await spawn({ argv: ['true'], console: { fifo: link } })).code).toBe('E_HOST_SYMLINK');
   });
 
   it('reports a program that cannot start', async () => {
     const missing = path.join(dir, 'no-such-tender');
-    const error = failure(await spawnTender({ argv: [missing], console: { file: '/dev/null' } }));
+    const error = failure(await spawn({ argv: [missing], console: { file: '/dev/null' } }));
     expect(error.code).toBe('E_TENDER_SPAWN');
     expect(error.message).toBe(`could not start ${missing}: ENOENT`);
   });
@@ -148,7 +176,7 @@ describe('tender process', () => {
   it('gives the tender only the environment it is given, and finds the program on that PATH', async () => {
     const out = path.join(dir, 'env');
     const tender = value(
-      await spawnTender({
+      await spawn({
         argv: ['sh', '-c', `env > '${out}'`],
         console: { file: '/dev/null' },
         env: { PATH: '/usr/bin:/bin', ONLY: 'this' },
