@@ -200,7 +200,8 @@ export async function underShell(
   program: string = tender,
 ): Promise<{ shell: Running; tenderPid: number }> {
   const shell = start('sh', ['-c', '"$0" "$@" & echo "pid $!"; wait', program, ...args], { env });
-  await shell.waitFor('\n');
+  // The tender shares the shell's stdout and may print first; echo writes its line in one piece.
+  await shell.waitFor('pid ');
   const m = /^pid (\d+)$/m.exec(shell.stdout());
   if (!m) {
     shell.stop();
