@@ -2,6 +2,8 @@
 // unique names and removed with everything in it, whatever the tests did.
 import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { afterAll, beforeAll } from 'vitest';
+import { type Running, start } from './native.js';
 
 function ip(args: readonly string[]): void {
   const r = spawnSync('ip', args, { encoding: 'utf8' });
@@ -52,3 +54,35 @@ export function createNetns(bridged: readonly string[], down: readonly string[] 
 }
 
 export const canMakeNetns: boolean = process.getuid?.() === 0;
+
+/**
+ * For the describe block it is called in: a namespace with taps guest0 and peer0 on a bridge,
+ * made before its tests; afterwards everything started in it is killed and it is removed.
+ */
+export function namespaceForTests(): {
+  readonly wrap: (cmd: string, args: readonly string[]) => [string, string[]];
+  readonly startIn: (cmd: string, args: readonly string[]) => Running;
+} {
+  let ns: Netns | undefined;
+  const running: Running[] = [];
+  beforeAll(() => {
+    ns = createNetns(['guest0', 'peer0']);
+  });
+  afterAll(() => {
+    for (const r of running) r.stop();
+    ns?.destroy();
+  });
+  const wrap = (cmd: string, args: readonly string[]): [string, string[]] => {
+    if (ns === undefined) throw new Error('no namespace: used outside its describe block');
+    return ns.wrap(cmd, args);
+  };
+  return {
+    wrap,
+    startIn: (cmd, args) => {
+      const [c, full] = wrap(cmd, args);
+      const r = start(c, full);
+      running.push(r);
+      return r;
+    },
+  };
+}

@@ -12,6 +12,10 @@ export const spt = join(build, 'petrel-spt');
 export const sptCanary = join(build, 'canary.spt');
 export const sptCanaryBlk = join(build, 'canary-blk.spt');
 export const sptCanaryNet = join(build, 'canary-net.spt');
+/** The conformance unikernels (native/conform): no device, block "storage", net "service". */
+export const conform = join(build, 'conform.spt');
+export const conformBlk = join(build, 'conform-blk.spt');
+export const conformNet = join(build, 'conform-net.spt');
 
 /** solo5's spt ABI (solo5-spt.md §2, native/spt/abi.h). */
 export const SPT_ABI_VERSION = 2;
@@ -21,8 +25,11 @@ export const SPT_BOOT_INFO_SIZE = 40;
 /** A real solo5-spt to compare with, or null. */
 export const solo5Spt: string | null = process.env.SOLO5_SPT || null;
 
+/** The tenders a guest-side test runs under: petrel-spt, and solo5-spt where there is one. */
+export const sptTenders: readonly string[] = solo5Spt === null ? [spt] : [spt, solo5Spt];
+
 export function requireSptBuilt(): void {
-  for (const f of [spt, sptCanary, sptCanaryBlk, sptCanaryNet, tapPeer]) {
+  for (const f of [spt, sptCanary, sptCanaryBlk, sptCanaryNet, conform, conformBlk, conformNet, tapPeer]) {
     if (!existsSync(f)) throw new Error(`${f} is missing: run \`npm run build:native\` first`);
   }
   if (solo5Spt !== null && !existsSync(solo5Spt)) throw new Error(`SOLO5_SPT=${solo5Spt} does not exist`);
@@ -52,13 +59,20 @@ export function neutralStderr(r: Outcome, tender: string): string {
  */
 export function runBoth(
   args: readonly string[],
-  options: { timeoutMs?: number; sameStderr?: boolean; run?: (cmd: string) => Outcome } = {},
+  options: {
+    timeoutMs?: number;
+    sameStderr?: boolean;
+    run?: (cmd: string) => Outcome;
+    /** What of stdout must be the same (default all of it): for output that carries timings. */
+    compared?: (stdout: string) => string;
+  } = {},
 ): Outcome {
   const run = options.run ?? ((cmd: string) => runSync(cmd, args, options.timeoutMs));
+  const compared = options.compared ?? ((stdout: string) => stdout);
   const ours = run(spt);
   if (solo5Spt !== null) {
     const theirs = run(solo5Spt);
-    const clean = (r: Outcome) => ({ ...ending(r), stdout: r.stdout.replaceAll('\0', '') });
+    const clean = (r: Outcome) => ({ ...ending(r), stdout: compared(r.stdout.replaceAll('\0', '')) });
     expect(clean(ours), `petrel-spt vs solo5-spt: ${args.join(' ')}`).toEqual(clean(theirs));
     if (options.sameStderr) expect(neutralStderr(ours, spt)).toBe(neutralStderr(theirs, solo5Spt));
   }
