@@ -254,16 +254,12 @@ async function openTls(config: PetrelConfig, log: Logger): Promise<Result<TlsEnd
   const [ca, cert, key] = await Promise.all(
     [config.tlsCa, config.tlsCert, config.tlsKey].map((f) => readFile(f)),
   );
-  const { createTlsEndpoint } = await import('../tls/endpoint.js');
+  const { createTlsEndpoint, socketPaths } = await import('../tls/endpoint.js');
   const endpoint = createTlsEndpoint({
     ca: ca as Buffer,
     cert: cert as Buffer,
     key: key as Buffer,
-    sockets: {
-      vmmd: path.join(config.runDir, 'util', 'vmmd.sock'),
-      console: path.join(config.runDir, 'util', 'console.sock'),
-      stats: path.join(config.runDir, 'util', 'stat.sock'),
-    },
+    sockets: socketPaths(config.runDir),
     host: config.tlsListen.host,
     port: config.tlsListen.port,
     maxFrameBytes: config.maxFrameBytes,

@@ -17,7 +17,7 @@ import {
 import type { TlsError } from './errors.js';
 import { checkName, commonName, nameText } from './names.js';
 import { type SignatureScheme, signatureScheme } from './signature.js';
-import { x509 } from './x509.js';
+import type { x509 } from './x509.js';
 
 /** One certificate of a verified path, with what identity derivation needs from it. */
 export interface PathCertificate {
@@ -48,11 +48,34 @@ const PROCESSED_CRITICAL: ReadonlySet<string> = new Set([
   OID.authorityKeyId,
 ]);
 
-/** DER values from PEM text (any number of blocks, any label) or one DER value passed through. */
+/** One PEM block (RFC 7468): its label, then base64 text up to the END line of the same label. */
+const PEM_BLOCK = /-----BEGIN ([^\r\n-]+)-----([^-]*)-----END \1-----/g;
+const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
+
+/**
+ * DER values from PEM text (any number of blocks, any label) or one DER value passed through.
+ * Read here rather than by @peculiar/x509, which the daemon would otherwise load (megabytes
+ * resident) only to read its CA file. A block whose body is not base64 is an error naming it.
+ */
 export function decodeDer(input: string | Uint8Array): Uint8Array[] {
   if (typeof input !== 'string' && input[0] === 0x30) return [input];
   const text = typeof input === 'string' ? input : Buffer.from(input).toString('utf8');
-  return x509.PemConverter.decode(text).map((buffer) => new Uint8Array(buffer));
+  const ders: Uint8Array[] = [];
+  for (const [, label, body] of text.matchAll(PEM_BLOCK)) {
+    const base64 = (body as string).replace(/\s+/g, '');
+    if (base64.length % 4 !== 0 || !BASE64.test(base64)) {
+      throw new Error(`the PEM block ${label} is not base64`);
+    }
+    ders.push(new Uint8Array(Buffer.from(base64, 'base64')));
+  }
+  return ders;
+}
+
+/** A DER value as one PEM block, 64 characters a line. */
+export function encodePem(der: Uint8Array, label = 'CERTIFICATE'): string {
+  const base64 = Buffer.from(der.buffer, der.byteOffset, der.byteLength).toString('base64');
+  const lines = base64.match(/.{1,64}/g) ?? [];
+  return [`-----BEGIN ${label}-----`, ...lines, `-----END ${label}-----`].join('\n');
 }
 
 export interface Facts {

@@ -18,7 +18,6 @@ import {
 import { KEY_USAGE } from './der.js';
 import { describeError, type TlsError, tlsError } from './errors.js';
 import { verifySignature } from './signature.js';
-import { x509 } from './x509.js';
 
 export type { PathCertificate };
 
@@ -27,8 +26,6 @@ export const MAX_CHAIN = 10;
 
 /** The one certificate a client's path must end at. */
 export interface TrustAnchor {
-  /** For tooling (the remote client hands its PEM to the TLS library). */
-  readonly certificate: x509.X509Certificate;
   readonly der: Uint8Array;
   /** Read once at load, as presented certificates are: its constraints apply to every path. */
   readonly read: Certificate;
@@ -49,12 +46,6 @@ export function loadTrustAnchor(input: string | Uint8Array): Result<TrustAnchor,
     return err('E_TLS_ANCHOR', `the CA file must hold exactly one certificate, it holds ${ders.length}`);
   }
   const der = ders[0] as Uint8Array;
-  let certificate: x509.X509Certificate;
-  try {
-    certificate = new x509.X509Certificate(der);
-  } catch (e) {
-    return err('E_TLS_ANCHOR', `the CA certificate does not parse: ${describeError(e)}`);
-  }
   const read = parseCertificate(der);
   if (!read.ok) return err('E_TLS_ANCHOR', `the CA certificate: ${read.error.message}`);
   const facts = read.value.facts;
@@ -62,7 +53,7 @@ export function loadTrustAnchor(input: string | Uint8Array): Result<TrustAnchor,
   if (facts.keyUsage !== null && (facts.keyUsage & KEY_USAGE.keyCertSign) === 0) {
     return err('E_TLS_ANCHOR', `the CA certificate ${read.value.subject} may not sign certificates`);
   }
-  return ok({ certificate, der, read: read.value });
+  return ok({ der, read: read.value });
 }
 
 /** A read certificate with what verification derives from it, computed on first use. */

@@ -5,8 +5,9 @@ import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import type { Logger } from 'pino';
 import { err, ok, type PetrelError, type Result } from '../resources/errors.js';
-import { createTlsEndpoint, socketPaths, TLS_DEFAULTS, type TlsEndpointOptions } from './endpoint.js';
+import type { TlsEndpointOptions } from './endpoint.js';
 import { describeError } from './errors.js';
+import { socketPaths, TLS_DEFAULTS } from './settings.js';
 
 export const TLS_ENDPOINT_USAGE = `usage: petreld tls-endpoint [--run-dir DIR] --ca FILE --cert FILE --key FILE
                             [--ip ADDR] [--port N] [--max-frame-bytes N]
@@ -145,6 +146,8 @@ export async function runTlsEndpoint(
     options.stderr(`petreld tls-endpoint: ${loaded.error.message}\n`);
     return 1;
   }
+  // Loaded only now: `petreld` imports this module for every start, TLS or not.
+  const { createTlsEndpoint } = await import('./endpoint.js');
   const endpoint = createTlsEndpoint(loaded.value);
   if (!endpoint.ok) {
     options.stderr(`petreld tls-endpoint: ${endpoint.error.message}\n`);

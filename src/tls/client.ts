@@ -29,7 +29,7 @@ import type {
 } from '../wire/exchange.js';
 import { DEFAULT_MAX_FRAME } from '../wire/index.js';
 import type { Command } from '../wire/types.js';
-import { checkValidity, decodeDer } from './certs.js';
+import { checkValidity, decodeDer, encodePem } from './certs.js';
 import { loadTrustAnchor, verifyClientChain } from './chain.js';
 import { SocketChannel } from './channel.js';
 import { describeError } from './errors.js';
@@ -101,7 +101,7 @@ export function createRemoteTransport(options: RemoteTransportOptions): Transpor
     if (!leaf.ok) return fail('E_CLIENT_UNSUPPORTED', leaf.error.message);
     const socket = await handshake(options, where, {
       ca: anchorPem,
-      cert: `${x509.PemConverter.encode(leaf.value.der.slice().buffer, 'CERTIFICATE')}\n${chainPem}`,
+      cert: `${encodePem(leaf.value.der)}\n${chainPem}`,
       key: leafKeyPem,
     });
     if (!socket.ok) return socket;
@@ -258,7 +258,7 @@ async function loadMaterial(options: RemoteTransportOptions): Promise<Result<Mat
   const checked = verifyClientChain(presented, anchor.value, now);
   if (!checked.ok) return fail('E_CLIENT_AUTH', `${NOT_VALID}: ${checked.error.message}`);
   return ok({
-    anchorPem: anchor.value.certificate.toString('pem'),
+    anchorPem: encodePem(anchor.value.der),
     issuer,
     leafKey,
     leafKeyPem: await exportPrivateKey(leafKey),

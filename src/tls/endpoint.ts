@@ -17,41 +17,18 @@
 
 import { constants } from 'node:crypto';
 import { type AddressInfo, createConnection, createServer, type Server, type Socket } from 'node:net';
-import { join } from 'node:path';
 import { createSecureContext, type SecureContext, TLSSocket } from 'node:tls';
 import pino, { type Logger } from 'pino';
 import { err, ok, type Result } from '../resources/errors.js';
 import { printName } from '../resources/name.js';
-import { DEFAULT_MAX_FRAME } from '../wire/index.js';
 import { loadTrustAnchor, MAX_CHAIN, type TrustAnchor, verifyClientChain } from './chain.js';
 import { type Channel, SocketChannel } from './channel.js';
 import { describeError, type TlsError, tlsError } from './errors.js';
 import { authorize } from './identity.js';
 import { proxy, type Service } from './proxy.js';
+import { type SocketPaths, TLS_DEFAULTS } from './settings.js';
 
-export interface SocketPaths {
-  readonly vmmd: string;
-  readonly console: string;
-  readonly stats: string;
-}
-
-/** `<run-dir>/util/vmmd.sock`, `console.sock`, `stat.sock`, as Albatross names them. */
-export function socketPaths(runDir: string): SocketPaths {
-  const util = join(runDir, 'util');
-  return {
-    vmmd: join(util, 'vmmd.sock'),
-    console: join(util, 'console.sock'),
-    stats: join(util, 'stat.sock'),
-  };
-}
-
-export const TLS_DEFAULTS = {
-  host: '::',
-  port: 1025,
-  maxFrameBytes: DEFAULT_MAX_FRAME,
-  maxPendingHandshakes: 64,
-  handshakeTimeoutMs: 10_000,
-} as const;
+export { type SocketPaths, socketPaths, TLS_DEFAULTS } from './settings.js';
 
 export interface TlsEndpointOptions {
   /** The one trust anchor (PEM or DER); the file must hold exactly one certificate. */

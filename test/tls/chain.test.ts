@@ -2,6 +2,7 @@
 // when it does not (signatures link issuers, not names; extra certificates are ignored).
 
 import { beforeAll, describe, expect, it } from 'vitest';
+import { decodeDer, encodePem } from '../../src/tls/certs.js';
 import { loadTrustAnchor, type TrustAnchor, verifyClientChain } from '../../src/tls/chain.js';
 import type { Issuer } from '../../src/tls/pki.js';
 import { x509 } from '../../src/tls/x509.js';
@@ -196,6 +197,22 @@ describe('the trust anchor', () => {
     const endEntity = await leaf(root, 'web');
     expect(loadTrustAnchor(der(endEntity.chain[0] as x509.X509Certificate))).toMatchObject({ ok: false });
     expect(loadTrustAnchor('not pem')).toMatchObject({ ok: false, error: { code: 'E_TLS_ANCHOR' } });
+  });
+
+  it('is read from PEM by our own reader: blocks in order, CRLF and text around them, bad base64 named', async () => {
+    const other = (await rootCa('x')).chain[0] as x509.X509Certificate;
+    const first = root.chain[0] as x509.X509Certificate;
+    const text = `subject=ca\r\n${first.toString('pem').replaceAll('\n', '\r\n')}\r\nnoise\n${other.toString('pem')}\n`;
+    expect(decodeDer(text)).toEqual([der(first), der(other)]);
+    expect(encodePem(der(first))).toBe(first.toString('pem'));
+    expect(decodeDer(encodePem(der(other)))).toEqual([der(other)]);
+    const broken = first.toString('pem').replace(/\n[A-Za-z0-9]/, '\n!');
+    expect(() => decodeDer(broken)).toThrow('the PEM block CERTIFICATE is not base64');
+    expect(loadTrustAnchor(broken)).toMatchObject({
+      ok: false,
+      error: { code: 'E_TLS_ANCHOR', message: expect.stringContaining('not base64') },
+    });
+    expect(loadTrustAnchor(encodePem(der(first)))).toMatchObject({ ok: true, value: { der: der(first) } });
   });
 
   it('an expired anchor refuses everything', async () => {
