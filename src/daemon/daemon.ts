@@ -14,7 +14,7 @@ import { bundledNativePath } from '../host/native.js';
 import { err, ok, type PetrelError, type Result } from '../resources/errors.js';
 import { MAX_VMS, makePolicy, type Policy } from '../resources/policy.js';
 import * as T from '../resources/tree.js';
-import { createStatsService } from '../stats/service.js';
+import { type LazyStatsService, lazyStatsService } from '../stats/lazy.js';
 import { type CapabilityReport, type ProbeOptions, probeHost } from '../tender/probe.js';
 import type { TlsEndpoint } from '../tls/endpoint.js';
 import { type CanaryResult, runCanary } from './canary.js';
@@ -102,7 +102,7 @@ export function createDaemon(options: DaemonOptions): Daemon {
   let tls: TlsEndpoint | null = null;
   let fleet: { reporter: FleetReporter; pool: { end(): Promise<void> } } | null = null;
   let metrics: Metrics | null = null;
-  let stats: ReturnType<typeof createStatsService> | null = null;
+  let stats: LazyStatsService | null = null;
   const probe = options.probe ?? probeHost;
   const probeNow = () =>
     probe(probeOptions(config, options.netns === undefined ? {} : { netns: options.netns }));
@@ -141,7 +141,7 @@ export function createDaemon(options: DaemonOptions): Daemon {
     if (!restored.ok) return restored;
     for (const line of restored.value.cleaned) log.info({ leftover: line }, 'start-up cleanup');
 
-    stats = createStatsService({
+    stats = lazyStatsService({
       source: engine,
       interval: config.statsInterval,
       maxQueue: config.maxSubscriberQueue,

@@ -2,14 +2,14 @@
 // here only while the socket drains; a listener whose queue is full is closed, so a client that
 // stops reading costs at most `max` frames and never delays sampling or other listeners.
 
-import type { Socket } from 'node:net';
+import type { Duplex } from 'node:stream';
 import type { Wire } from '../wire/types.js';
 
 /** The close reason of a listener that stopped reading ((i)): worth a warning, unlike the others. */
 export const QUEUE_FULL = 'queue full';
 
 export class Listener {
-  readonly #socket: Socket;
+  readonly #socket: Duplex;
   readonly #send: (wire: Wire) => boolean;
   readonly #max: number;
   readonly #queue: Wire[] = [];
@@ -21,7 +21,7 @@ export class Listener {
    * `send` writes one frame and returns false when the socket wants to drain first (the frame is
    * written all the same). `onClose` runs once, whoever closes.
    */
-  constructor(socket: Socket, send: (wire: Wire) => boolean, max: number, onClose: (reason: string) => void) {
+  constructor(socket: Duplex, send: (wire: Wire) => boolean, max: number, onClose: (reason: string) => void) {
     this.#socket = socket;
     this.#send = send;
     this.#max = Math.max(1, max);

@@ -8,7 +8,7 @@
 // 3. Each such listener gets `Data statistics` under the unikernel's name relative to S's path.
 // 4. The last listener leaving stops the timer: nobody listening means nothing is read.
 
-import type { Socket } from 'node:net';
+import type { Duplex } from 'node:stream';
 import {
   isPrefix,
   type Name,
@@ -50,7 +50,7 @@ export interface StatsLog {
 /** What the statistics socket (src/daemon/sockets.ts) needs: serve one `stats subscribe`. */
 export interface StatsService {
   /** Serves one `stats subscribe` connection until it closes. */
-  subscribe(header: Header, socket: Socket, sendFrame: (wire: Wire) => boolean): void;
+  subscribe(header: Header, socket: Duplex, sendFrame: (wire: Wire) => boolean): void;
 }
 
 export interface StatsServiceOptions {
@@ -202,7 +202,7 @@ export function createStatsService(options: StatsServiceOptions): StatsHub {
       return timer !== null || ticking;
     },
 
-    subscribe(header: Header, socket: Socket, sendFrame: (wire: Wire) => boolean): void {
+    subscribe(header: Header, socket: Duplex, sendFrame: (wire: Wire) => boolean): void {
       if (closed) return void socket.end();
       const scope = nameAsPath(header.name);
       // Albatross keys listeners by the name's labels, so `a:b` and `a:b:` share a slot.
