@@ -169,41 +169,74 @@ function threadMain(): void {
   });
 }
 
-/** The running thread and the requests it has not answered. */
+/** The running thread, the requests it has not answered, and its idle timer. */
 interface FileThread {
   readonly worker: Worker;
   readonly waiting: Map<number, (outcome: ReplaceOutcome) => void>;
+  idle: NodeJS.Timeout | null;
 }
+
+/**
+ * A thread unused for this long ends; the next replacement starts another (tens of ms). A
+ * thread is a second V8 isolate, about 10 MiB resident: an idle petreld should not keep one for
+ * the state file it wrote at start-up, while a burst of commands keeps using the same one.
+ */
+export const FILE_THREAD_IDLE_MS = 30_000;
 
 let current: FileThread | null = null;
 let nextId = 0;
+let started = 0;
 
-function start(): FileThread {
+function retire(thread: FileThread): void {
+  if (current !== thread || thread.waiting.size > 0) return;
+  current = null;
+  void thread.worker.terminate();
+}
+
+/** Whether a file thread runs now, and how many were started (tests). */
+export function fileThreadState(): { readonly running: boolean; readonly started: number } {
+  return { running: current !== null, started };
+}
+
+function start(idleMs: number): FileThread {
+  started++;
   const worker = new Worker(`(${threadMain.toString()})()`, { eval: true });
-  const started: FileThread = { worker, waiting: new Map() };
+  const thread: FileThread = { worker, waiting: new Map(), idle: null };
   worker.on('message', ({ id, outcome }: Envelope) => {
-    const resolve = started.waiting.get(id);
-    started.waiting.delete(id);
+    const resolve = thread.waiting.get(id);
+    thread.waiting.delete(id);
     resolve?.(outcome);
-    if (started.waiting.size === 0) worker.unref();
+    if (thread.waiting.size === 0) {
+      worker.unref();
+      thread.idle = setTimeout(() => retire(thread), idleMs);
+      thread.idle.unref();
+    }
   });
   const fail = (message: string): void => {
-    if (current === started) current = null;
-    for (const [id, resolve] of started.waiting) {
-      started.waiting.delete(id);
+    if (current === thread) current = null;
+    for (const [id, resolve] of thread.waiting) {
+      thread.waiting.delete(id);
       resolve({ ok: false, failure: { step: 'replace', path: '', code: 'EIO', message } });
     }
   };
   worker.on('error', (cause) => fail(`the file thread failed: ${cause.message}`));
   worker.on('exit', (code) => fail(`the file thread exited with code ${code}`));
   worker.unref();
-  return started;
+  return thread;
 }
 
-/** Runs one replacement on the file thread (started on first use; idle, it holds nothing open). */
-export function replaceOnThread(request: ReplaceRequest): Promise<ReplaceOutcome> {
-  current ??= start();
+/**
+ * Runs one replacement on the file thread (started on first use; idle, it holds nothing open,
+ * and it ends after `idleMs` without a request).
+ */
+export function replaceOnThread(
+  request: ReplaceRequest,
+  idleMs = FILE_THREAD_IDLE_MS,
+): Promise<ReplaceOutcome> {
+  current ??= start(idleMs);
   const thread = current;
+  if (thread.idle !== null) clearTimeout(thread.idle);
+  thread.idle = null;
   const id = nextId++;
   const data = new Uint8Array(request.data); // a copy that owns its buffer, to be moved
   thread.worker.ref();
