@@ -14,6 +14,7 @@
 // 3. Identity and the static policy check come before any socket to petreld is opened: a
 //    refused client causes no frame at all. Refusals close TLS without a reply frame, logged.
 // 4. proxy.ts carries the request and its reply.
+// 5. One log line per session: `tls.session` (info) when it ends, or `tls.refused` (warn).
 
 import { constants } from 'node:crypto';
 import { type AddressInfo, createConnection, createServer, type Server, type Socket } from 'node:net';
@@ -196,6 +197,7 @@ class Endpoint implements TlsEndpoint {
   }
 
   async #serve(socket: TLSSocket, remote: string): Promise<void> {
+    const began = performance.now();
     const presented = presentedChain(socket);
     if (!presented.ok) return this.#refuse(socket, remote, presented.error);
     const clock = this.#options.clock ?? (() => new Date());
@@ -205,7 +207,9 @@ class Endpoint implements TlsEndpoint {
     if (!identity.ok) return this.#refuse(socket, remote, identity.error);
     const name = printName(identity.value.name);
     const command = identity.value.command.type;
-    this.#log.info({ event: 'tls.request', remote, name, command }, 'request');
+    // A subscription may run for days: say that it started (debug); every session is logged
+    // once, at info, when it ends (a refused one once, at warn).
+    this.#log.debug({ event: 'tls.request', remote, name, command }, 'request');
     let logged: TlsError | null = null;
     const client = new SocketChannel(socket, this.#maxFrame, (error) => {
       logged = error;
@@ -226,14 +230,18 @@ class Endpoint implements TlsEndpoint {
       socket.destroy();
       return;
     }
-    this.#log.info({
-      event: 'tls.reply',
-      remote,
-      name,
-      command,
-      outcome: outcome.kind,
-      failure: outcome.failure,
-    });
+    this.#log.info(
+      {
+        event: 'tls.session',
+        remote,
+        name,
+        command,
+        outcome: outcome.kind,
+        failure: outcome.failure,
+        ms: Math.round(performance.now() - began),
+      },
+      'session',
+    );
   }
 
   #connect(service: Service, remote: string): Promise<Channel | null> {

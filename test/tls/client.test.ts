@@ -235,7 +235,7 @@ describe('createRemoteTransport refuses, with the code petrel turns into an exit
         message: expect.stringMatching(/^our certificate chain does not validate/),
       },
     });
-    expect(running.logs.filter((l) => l.event === 'tls.refused' || l.event === 'tls.request')).toEqual([]);
+    expect(running.logs.filter((l) => l.event === 'tls.refused' || l.event === 'tls.session')).toEqual([]);
   });
 
   it('an expired delegation: E_CLIENT_AUTH before connecting, naming the certificate', async () => {
@@ -246,7 +246,7 @@ describe('createRemoteTransport refuses, with the code petrel turns into an exit
       ok: false,
       error: { code: 'E_CLIENT_AUTH', message: expect.stringMatching(/CN=alice expired at/) },
     });
-    expect(running.logs.filter((l) => l.event === 'tls.refused' || l.event === 'tls.request')).toEqual([]);
+    expect(running.logs.filter((l) => l.event === 'tls.refused' || l.event === 'tls.session')).toEqual([]);
   });
 
   it('a key that is not the delegation’s: E_CLIENT_AUTH', async () => {

@@ -94,7 +94,7 @@ describe('petreld tls-endpoint, a separate process on a running petreld', () => 
         listed.reply.type === 'policies' &&
         listed.reply.entries.map((e) => printName(e.name)),
     ).toContain('alice:');
-    const replied = await until(() => endpoint.logs.find((l) => l.event === 'tls.reply'), 'tls.reply');
+    const replied = await until(() => endpoint.logs.find((l) => l.event === 'tls.session'), 'tls.session');
     expect(replied).toMatchObject({ name: 'alice:', command: 'unikernel-info', outcome: 'replied' });
 
     endpoint.process.kill('SIGTERM');

@@ -181,9 +181,12 @@ describe('accepted requests', () => {
         payload: { kind: 'reply', reply: { type: 'string', text: 'ok unikernel-info' } },
       },
     ]);
-    expect(running.logs.filter((l) => l.event === 'tls.request')).toMatchObject([
-      { name: 'alice:web', command: 'unikernel-info' },
+    expect(running.logs.filter((l) => l.event === 'tls.session')).toMatchObject([
+      { name: 'alice:web', command: 'unikernel-info', outcome: 'replied', failure: null },
     ]);
+    // One line at info per session, whatever it took (a policy install, the command, the reply).
+    const info = running.logs.filter((l) => (l.level as number) >= 30 && l.event !== 'tls.listening');
+    expect(info.map((l) => l.event)).toEqual(['tls.session']);
   });
 
   it('a leaf signed by the root: no policy, the command alone', async () => {

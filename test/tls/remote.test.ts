@@ -181,7 +181,7 @@ describe('a delegation that exceeds its parent, on a fresh petreld', () => {
     const answer = await client.request(name('vm'), await create('vm'));
     expect(answer).toMatchObject({ ok: false, error: { code: 'E_CLIENT_AUTH' } });
     expect(petreld.logs.find((l) => l.event === 'tls.refused')).toMatchObject({ code: 'E_TLS_POLICY' });
-    expect(petreld.logs.filter((l) => l.event === 'tls.request')).toEqual([]);
+    expect(petreld.logs.filter((l) => l.event === 'tls.session')).toEqual([]);
     expect(await policies()).toEqual(policiesBefore);
     expect(policiesBefore).not.toContain('alice:');
     expect(await readFile(petreld.stateFile)).toEqual(before);
