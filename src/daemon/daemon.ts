@@ -16,10 +16,11 @@ import { MAX_VMS, makePolicy, type Policy } from '../resources/policy.js';
 import * as T from '../resources/tree.js';
 import { type LazyStatsService, lazyStatsService } from '../stats/lazy.js';
 import { type CapabilityReport, type ProbeOptions, probeHost } from '../tender/probe.js';
-import type { TlsEndpoint } from '../tls/endpoint.js';
+import type { TlsEndpoint, TlsEndpointOptions } from '../tls/endpoint.js';
 import { type CanaryResult, runCanary } from './canary.js';
 import type { PetrelConfig, Runtime } from './config.js';
 import type { Metrics } from './metrics.js';
+import { duplexPair } from './pair.js';
 import { type CheckResult, preflight, preflightError, probeOptions } from './preflight.js';
 import { type LocalSockets, listenLocalSockets } from './sockets.js';
 
@@ -160,7 +161,12 @@ export function createDaemon(options: DaemonOptions): Daemon {
 
     let tlsAddress: StartReport['tls'] = null;
     if (config.tlsListen !== null) {
-      const opened = await openTls(config, log);
+      const opened = await openTls(config, log, (service) => {
+        if (sockets === null) return null;
+        const [endpointEnd, daemonEnd] = duplexPair();
+        sockets.attach(service === 'vmmd' ? 'engine' : service, daemonEnd);
+        return endpointEnd;
+      });
       if (!opened.ok) {
         await stop();
         return opened;
@@ -242,7 +248,16 @@ export function createDaemon(options: DaemonOptions): Daemon {
   return { engine, hub, start, stop };
 }
 
-async function openTls(config: PetrelConfig, log: Logger): Promise<Result<TlsEndpoint, PetrelError>> {
+/**
+ * The endpoint petreld hosts reaches the engine, console and statistics through in-memory
+ * connections to the handlers of their sockets (`openService`): the same frames and connection
+ * rules as over `<run-dir>/util/*.sock`, without a kernel round trip for each.
+ */
+async function openTls(
+  config: PetrelConfig,
+  log: Logger,
+  openService: NonNullable<TlsEndpointOptions['openService']>,
+): Promise<Result<TlsEndpoint, PetrelError>> {
   if (
     config.tlsCa === null ||
     config.tlsCert === null ||
@@ -266,6 +281,7 @@ async function openTls(config: PetrelConfig, log: Logger): Promise<Result<TlsEnd
     maxPendingHandshakes: config.maxPendingHandshakes,
     handshakeTimeoutMs: config.handshakeTimeout,
     logger: log,
+    openService,
   });
   return endpoint;
 }

@@ -3,8 +3,9 @@
 // connection rules (albatross-semantics.md §2). Local clients and the TLS endpoint use them.
 
 import { chmod, mkdir, rm } from 'node:fs/promises';
-import { createServer, type Server, type Socket } from 'node:net';
+import { createServer, type Server } from 'node:net';
 import path from 'node:path';
+import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
 import type { ConsoleHub, Subscriber, SubscribeStatus } from '../console/hub.js';
 import type { ConsoleLine } from '../console/ring.js';
@@ -34,13 +35,20 @@ export interface SocketOptions {
   readonly maxSubscriberQueue?: number;
 }
 
+export type LocalService = keyof typeof SOCKET_NAMES;
+
 export interface LocalSockets {
   readonly paths: { readonly engine: string; readonly console: string; readonly stats: string };
+  /**
+   * Serves a connection that did not come through the socket file (an in-memory pair from the
+   * TLS endpoint petreld hosts) exactly as one that did.
+   */
+  attach(service: LocalService, connection: Duplex): void;
   close(): Promise<void>;
 }
 
 /** Encodes and writes one message frame; false when the socket wants to drain first. */
-function send(socket: Socket, wire: Wire): boolean {
+function send(socket: Duplex, wire: Wire): boolean {
   const bytes = encodeWire(wire);
   if (!bytes.ok) throw new Error(`encoding a reply failed: ${bytes.error.message}`);
   socket.write(frameHeader(bytes.value.length));
@@ -50,7 +58,7 @@ function send(socket: Socket, wire: Wire): boolean {
 const answer = (header: Header, payload: Payload): Wire => ({ header, payload });
 
 /** Resolves when the socket can take more, or has closed (then it never will). */
-function drainedOrClosed(socket: Socket): Promise<void> {
+function drainedOrClosed(socket: Duplex): Promise<void> {
   if (socket.destroyed) return Promise.resolve();
   return new Promise((resolve) => {
     const done = () => {
@@ -72,7 +80,7 @@ function responsePayload(response: Exclude<EngineResponse, { kind: 'stream' }>):
 /** Frames of a connection, pulled one at a time. */
 class FrameSource {
   readonly #events: AsyncGenerator<FrameEvent | { kind: 'error'; error: { message: string } }>;
-  constructor(socket: Socket, maxFrame: number) {
+  constructor(socket: Duplex, maxFrame: number) {
     this.#events = readFrames(socket, { maxFrame });
   }
   async next(): Promise<FrameEvent | { kind: 'error'; error: { message: string } } | null> {
@@ -122,7 +130,7 @@ export async function listenLocalSockets(options: SocketOptions): Promise<LocalS
     return wire.value;
   }
 
-  const serveEngine = async (socket: Socket) => {
+  const serveEngine = async (socket: Duplex) => {
     const source = new FrameSource(socket, maxFrame);
     for (;;) {
       const wire = await nextCommand(source, SOCKET_NAMES.engine);
@@ -157,7 +165,7 @@ export async function listenLocalSockets(options: SocketOptions): Promise<LocalS
     socket.end();
   };
 
-  const serveConsole = async (socket: Socket) => {
+  const serveConsole = async (socket: Duplex) => {
     const source = new FrameSource(socket, maxFrame);
     const wire = await nextCommand(source, SOCKET_NAMES.console);
     if (wire === null || wire.payload.kind !== 'command') return void socket.end();
@@ -208,7 +216,7 @@ export async function listenLocalSockets(options: SocketOptions): Promise<LocalS
     }
   };
 
-  const serveStats = async (socket: Socket) => {
+  const serveStats = async (socket: Duplex) => {
     const source = new FrameSource(socket, maxFrame);
     for (;;) {
       const wire = await nextCommand(source, SOCKET_NAMES.stats);
@@ -235,25 +243,27 @@ export async function listenLocalSockets(options: SocketOptions): Promise<LocalS
 
   const servers: Server[] = [];
   // Subscribers keep their connections open; closing the daemon must not wait for them.
-  const open = new Set<Socket>();
-  const handlers: [string, (socket: Socket) => Promise<void>][] = [
-    [paths.engine, serveEngine],
-    [paths.console, serveConsole],
-    [paths.stats, serveStats],
-  ];
-  for (const [file, serve] of handlers) {
-    await rm(file, { force: true });
-    const server = createServer((socket) => {
-      open.add(socket);
-      socket.once('close', () => open.delete(socket));
-      socket.on('error', (e) =>
-        log.debug({ socket: path.basename(file), reason: e.message }, 'client socket error'),
-      );
-      serve(socket).catch((e: unknown) => {
-        log.error({ socket: path.basename(file), reason: String(e) }, 'connection handler failed');
-        socket.destroy();
-      });
+  const open = new Set<Duplex>();
+  const handlers: Record<LocalService, (socket: Duplex) => Promise<void>> = {
+    engine: serveEngine,
+    console: serveConsole,
+    stats: serveStats,
+  };
+  const accept = (service: LocalService, socket: Duplex): void => {
+    open.add(socket);
+    socket.once('close', () => open.delete(socket));
+    socket.on('error', (e) =>
+      log.debug({ socket: SOCKET_NAMES[service], reason: e.message }, 'client socket error'),
+    );
+    handlers[service](socket).catch((e: unknown) => {
+      log.error({ socket: SOCKET_NAMES[service], reason: String(e) }, 'connection handler failed');
+      socket.destroy();
     });
+  };
+  for (const service of Object.keys(handlers) as LocalService[]) {
+    const file = paths[service];
+    await rm(file, { force: true });
+    const server = createServer((socket) => accept(service, socket));
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
       server.listen(file, () => resolve());
@@ -264,6 +274,7 @@ export async function listenLocalSockets(options: SocketOptions): Promise<LocalS
 
   return {
     paths,
+    attach: accept,
     async close() {
       const closed = servers.map((s) => new Promise<void>((resolve) => s.close(() => resolve())));
       for (const socket of open) socket.destroy();
@@ -284,7 +295,7 @@ const FRAMES = {
  * frames wait in the queue; when the queue is full the hub closes the subscriber.
  */
 export class SocketSubscriber implements Subscriber {
-  readonly #socket: Socket;
+  readonly #socket: Duplex;
   readonly #header: Header;
   readonly #release: '2.0' | '2.1';
   readonly #max: number;
@@ -294,7 +305,7 @@ export class SocketSubscriber implements Subscriber {
   #corked = false;
   #drained: (() => void)[] = [];
 
-  constructor(socket: Socket, header: Header, release: '2.0' | '2.1', max: number, log: Logger) {
+  constructor(socket: Duplex, header: Header, release: '2.0' | '2.1', max: number, log: Logger) {
     this.#socket = socket;
     this.#header = header;
     this.#release = release;

@@ -18,6 +18,7 @@
 
 import { constants } from 'node:crypto';
 import { type AddressInfo, createConnection, createServer, type Server, type Socket } from 'node:net';
+import type { Duplex } from 'node:stream';
 import { createSecureContext, type SecureContext, TLSSocket } from 'node:tls';
 import pino, { type Logger } from 'pino';
 import { err, ok, type Result } from '../resources/errors.js';
@@ -52,6 +53,13 @@ export interface TlsEndpointOptions {
   readonly logger?: Logger;
   /** The clock certificates are validated against. Default: the system clock. */
   readonly clock?: () => Date;
+  /**
+   * How a request reaches petreld's service: a connection carrying the same frames as its
+   * socket would, or null when it cannot be reached. Default: a connection to the socket under
+   * `sockets`. petreld, hosting the endpoint, hands it in-memory connections to the same
+   * handlers instead (no kernel round trip per frame).
+   */
+  readonly openService?: (service: Service) => Duplex | null;
 }
 
 export interface TlsEndpoint {
@@ -93,7 +101,7 @@ class Endpoint implements TlsEndpoint {
   readonly #log: Logger;
   readonly #maxFrame: number;
   readonly #server: Server;
-  readonly #sockets = new Set<Socket>();
+  readonly #sockets = new Set<Duplex>();
   #pending = 0;
   /** One counter per endpoint: every command written to petreld takes the next value (§14.3). */
   #sequence = 0n;
@@ -245,6 +253,16 @@ class Endpoint implements TlsEndpoint {
   }
 
   #connect(service: Service, remote: string): Promise<Channel | null> {
+    if (this.#options.openService !== undefined) {
+      const stream = this.#options.openService(service);
+      if (stream === null) {
+        this.#log.warn({ event: 'tls.daemon-unreachable', remote, service, reason: 'petreld is stopping' });
+        return Promise.resolve(null);
+      }
+      this.#sockets.add(stream);
+      stream.once('close', () => this.#sockets.delete(stream));
+      return Promise.resolve(this.#channel(stream, service, remote));
+    }
     const path = this.#options.sockets[service];
     return new Promise((resolve) => {
       const socket = createConnection(path);
@@ -257,12 +275,14 @@ class Endpoint implements TlsEndpoint {
       socket.once('error', failed);
       socket.once('connect', () => {
         socket.off('error', failed);
-        resolve(
-          new SocketChannel(socket, this.#maxFrame, (error) => {
-            this.#log.warn({ event: 'tls.daemon-frame-refused', remote, service, reason: error.message });
-          }),
-        );
+        resolve(this.#channel(socket, service, remote));
       });
+    });
+  }
+
+  #channel(stream: Duplex, service: Service, remote: string): Channel {
+    return new SocketChannel(stream, this.#maxFrame, (error) => {
+      this.#log.warn({ event: 'tls.daemon-frame-refused', remote, service, reason: error.message });
     });
   }
 }
