@@ -71,8 +71,13 @@ interface Parsed {
 
 /**
  * Issuer certificates come back on every connection of a client (its delegation chain), so the
- * last few read are kept, keyed by the SHA-256 of their DER (a key of fixed size, whatever a
- * client sends). Leaves are fresh each time (and may carry an image), so they are not kept.
+ * last ISSUER_CACHE_SIZE read are kept, with the links already verified (`signedBy`). An entry
+ * is looked up by the SHA-256 of the DER (a key of fixed size, whatever a client sends) and used
+ * only when its full DER is the same bytes; a verified link joins it to one issuer entry (itself
+ * kept by its full DER) or to the anchor. So a certificate differing in any byte (another key, a
+ * forged signature, another validity) or under another issuer is verified afresh, and validity,
+ * CA flags and path lengths are still checked on every connection (checkPath), cached or not.
+ * Leaves are fresh each time (and may carry an image), so they are not kept.
  */
 const ISSUER_CACHE_SIZE = 128;
 const issuerCache = new Map<string, Parsed>();
@@ -85,7 +90,7 @@ function parse(der: Uint8Array, keep: boolean): Result<Parsed, TlsError> {
   }
   const key = createHash('sha256').update(der).digest('base64');
   const cached = issuerCache.get(key);
-  if (cached !== undefined) {
+  if (cached !== undefined && sameBytes(cached.cert.der, der)) {
     issuerCache.delete(key);
     issuerCache.set(key, cached);
     return ok(cached);
@@ -93,6 +98,7 @@ function parse(der: Uint8Array, keep: boolean): Result<Parsed, TlsError> {
   const read = parseCertificate(der);
   if (!read.ok) return read;
   const parsed: Parsed = { cert: read.value, signedBy: new WeakSet() };
+  issuerCache.delete(key);
   issuerCache.set(key, parsed);
   if (issuerCache.size > ISSUER_CACHE_SIZE) issuerCache.delete(issuerCache.keys().next().value as string);
   return ok(parsed);

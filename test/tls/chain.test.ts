@@ -6,7 +6,19 @@ import { decodeDer, encodePem } from '../../src/tls/certs.js';
 import { loadTrustAnchor, type TrustAnchor, verifyClientChain } from '../../src/tls/chain.js';
 import type { Issuer } from '../../src/tls/pki.js';
 import { x509 } from '../../src/tls/x509.js';
-import { current, delegate, der, ders, expired, forge, future, leaf, policy, rootCa } from './helpers.js';
+import {
+  current,
+  delegate,
+  der,
+  ders,
+  expired,
+  forge,
+  future,
+  INFO,
+  leaf,
+  policy,
+  rootCa,
+} from './helpers.js';
 
 let root: Issuer;
 let anchor: TrustAnchor;
@@ -187,6 +199,64 @@ describe('refused paths', () => {
   it('no certificate, or one that does not parse', async () => {
     expect((await refused([])).code).toBe('E_TLS_NO_CERTIFICATE');
     expect((await refused([new Uint8Array([0x30, 0x03, 1, 2, 3])])).code).toBe('E_TLS_CERT_INVALID');
+  });
+});
+
+describe('the cache of verified intermediates', () => {
+  // Each case first gets the genuine chain verified (so its intermediate and the link to the
+  // anchor are cached), then presents what must still be refused.
+  it('never lets a look-alike through: same subject, other key; same key, other signer; one byte changed', async () => {
+    const alice = await delegate(root, 'alice');
+    const genuine = await leaf(alice, 'web');
+    expect((await verify(genuine.chain)).ok).toBe(true);
+
+    const otherKey = await delegate(root, 'alice'); // same subject and issuer, its own key
+    const byOtherKey = await leaf(otherKey, 'web');
+    expect((await refused([byOtherKey.chain[0], alice.chain[0]] as x509.X509Certificate[])).code).toBe(
+      'E_TLS_SIGNATURE',
+    );
+    expect((await refused([genuine.chain[0], otherKey.chain[0]] as x509.X509Certificate[])).code).toBe(
+      'E_TLS_SIGNATURE',
+    );
+
+    // alice's own subject and key, signed by a CA that only shares our CA's name: the leaf's
+    // signature verifies under it, the intermediate's does not under the anchor.
+    const twin = await rootCa('ca');
+    const sameKey = await forge({ issuer: twin, cn: 'alice', key: alice.key, command: policyAdd() });
+    const underTwin = await leaf(sameKey, 'web');
+    expect((await refused(underTwin.chain)).code).toBe('E_TLS_SIGNATURE');
+    expect((await refused([genuine.chain[0], sameKey.chain[0]] as x509.X509Certificate[])).code).toBe(
+      'E_TLS_SIGNATURE',
+    );
+
+    // The cached intermediate with the last byte of its signature changed.
+    const tampered = der(alice.chain[0] as x509.X509Certificate).slice();
+    tampered[tampered.length - 1] = (tampered.at(-1) as number) ^ 0x01;
+    expect((await refused([der(genuine.chain[0] as x509.X509Certificate), tampered])).code).toBe(
+      'E_TLS_SIGNATURE',
+    );
+
+    // And the genuine chain, verified between the look-alikes, is still accepted.
+    expect((await verify((await leaf(alice, 'db')).chain)).ok).toBe(true);
+  });
+
+  it('an intermediate that expired after it was cached is refused, as is one not yet valid', async () => {
+    const now = Date.now();
+    const at = (minutes: number) => new Date(now + minutes * 60_000);
+    const shortLived = await delegate(root, 'alice', policy(), { notBefore: at(30), notAfter: at(120) });
+    const client = await leaf(shortLived, 'web', INFO, { notBefore: at(-60), notAfter: at(24 * 60) });
+    expect((await verify(client.chain, at(60))).ok).toBe(true);
+    const later = await verify(client.chain, at(180));
+    expect(!later.ok && later.error).toMatchObject({
+      code: 'E_TLS_EXPIRED',
+      message: expect.stringContaining('CN=alice expired'),
+    });
+    const earlier = await verify(client.chain, at(10));
+    expect(!earlier.ok && earlier.error).toMatchObject({
+      code: 'E_TLS_NOT_YET_VALID',
+      message: expect.stringContaining('CN=alice is not valid before'),
+    });
+    expect((await verify(client.chain, at(60))).ok).toBe(true);
   });
 });
 

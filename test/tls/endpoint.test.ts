@@ -349,6 +349,44 @@ describe('refused connections reach nothing and are logged', () => {
     await expectRefused(running, await talk(running.port, await leaf(early, 'web')), 'E_TLS_NOT_YET_VALID');
   });
 
+  it('after a verified session: a look-alike of its intermediate, or the same chain once expired', async () => {
+    let now = Date.now();
+    const running = await start({ clock: () => new Date(now) });
+    const alice = await delegate(root, 'alice', policy(), {
+      notBefore: new Date(now - 60_000),
+      notAfter: new Date(now + 3_600_000),
+    });
+    const genuine = await leaf(alice, 'web', INFO, {
+      notBefore: new Date(now - 60_000),
+      notAfter: new Date(now + 86_400_000),
+    });
+    const first = await talk(running.port, genuine);
+    expect(first.frames.map((f) => f.payload.kind)).toEqual(['reply']);
+    const served = running.fake.connections.length;
+
+    // Same subject and key as the cached intermediate, signed by a CA that only shares our
+    // CA's name: the client's key verifies the leaf, nothing verifies the intermediate.
+    const sameKey = await forge({
+      issuer: await rootCa('ca'),
+      cn: 'alice',
+      key: alice.key,
+      command: { type: 'policy-add', policy: policy({ vms: 100 }) },
+    });
+    const lookAlike = await talk(running.port, await leaf(sameKey, 'web'));
+    expect(lookAlike.frames).toEqual([]);
+    expect(refusals(running.logs).at(-1)).toMatchObject({ code: 'E_TLS_SIGNATURE' });
+
+    now += 2 * 3_600_000; // alice expired; the leaf is still valid
+    const expiredNow = await talk(running.port, genuine);
+    expect(expiredNow.frames).toEqual([]);
+    expect(refusals(running.logs).at(-1)).toMatchObject({
+      code: 'E_TLS_EXPIRED',
+      reason: expect.stringContaining('CN=alice expired'),
+    });
+    await settle();
+    expect(running.fake.connections).toHaveLength(served);
+  });
+
   it('a chain to another CA', async () => {
     const running = await start();
     const other = await delegate(await rootCa('other'), 'alice');
