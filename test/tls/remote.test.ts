@@ -202,6 +202,32 @@ describe('a delegation that exceeds its parent, on a fresh petreld', () => {
     expect(await policies()).toContain('huge:');
     expect(petreld.daemon.engine.running).toEqual([]);
   });
+
+  it('a policy removed on the local socket between two sessions is installed again by the second', async () => {
+    // Whether a chain's policy is already installed is decided by the engine when the session's
+    // policy add runs, never remembered by the endpoint.
+    const alice = petreld.remote('alice');
+    const installs = () =>
+      petreld.logs.filter(
+        (l) => l.msg === 'command done' && l.command === 'policy-add' && l.name === 'alice:',
+      );
+    expect(await listed(alice)).toEqual([]);
+    expect(await policies()).toContain('alice:');
+    expect(installs()).toHaveLength(1);
+    expect(await listed(alice)).toEqual([]); // installed and unchanged: not written again
+    expect(installs()).toHaveLength(1);
+
+    const vmmd = path.join(petreld.runDir, 'util', 'vmmd.sock');
+    const removed = await request(vmmd, 'alice:', { type: 'policy-remove' });
+    expect(removed.map((w) => w.payload.kind)).toEqual(['reply']);
+    expect(await policies()).not.toContain('alice:');
+    expect((await readFile(petreld.stateFile)).includes('alice')).toBe(false);
+
+    expect(await listed(alice)).toEqual([]);
+    expect(await policies()).toContain('alice:');
+    expect(installs()).toHaveLength(2);
+    expect((await readFile(petreld.stateFile)).includes('alice')).toBe(true);
+  });
 });
 
 /** One TLS session presenting a leaf with any CN (the client refuses to make such leaves). */
