@@ -1,10 +1,9 @@
 // The real process I/O behind CliIo: stdout/stderr streams, the file system, the terminal and
-// the interrupt signals.
+// the interrupt signals. Every part is set up when first used: a short command pays for nothing
+// it does not touch (node:stream/promises, a stderr stream it never writes to).
 
 import { createReadStream, createWriteStream } from 'node:fs';
 import { readFile, stat, writeFile } from 'node:fs/promises';
-import { Readable } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
 import type { CliIo } from './command.js';
 
 async function readStdin(): Promise<Uint8Array> {
@@ -42,24 +41,35 @@ export const READER_GONE = 141;
  * When the reader of our output goes away (`petrel … | head`), stop at once and quietly with
  * READER_GONE, as a Unix tool that SIGPIPE ends does, whatever the command was printing. Node
  * ignores SIGPIPE and reports EPIPE as an error event on the stream instead, which, unhandled,
- * ends the process with a stack trace. Call it once, at the process edge.
+ * ends the process with a stack trace.
  */
-export function exitQuietlyWhenReaderGoes(): void {
-  for (const stream of [process.stdout, process.stderr]) {
-    stream.on('error', (e: NodeJS.ErrnoException) => {
-      if (e.code === 'EPIPE') process.exit(READER_GONE);
-      throw e;
-    });
-  }
+function exitQuietlyWhenReaderGoes(stream: NodeJS.WriteStream): NodeJS.WriteStream {
+  stream.on('error', (e: NodeJS.ErrnoException) => {
+    if (e.code === 'EPIPE') process.exit(READER_GONE);
+    throw e;
+  });
+  return stream;
 }
 
+/** process.stdout or process.stderr (Node makes each on first access), guarded as above. */
+function lazyOutput(open: () => NodeJS.WriteStream): () => NodeJS.WriteStream {
+  let stream: NodeJS.WriteStream | null = null;
+  return () => {
+    stream ??= exitQuietlyWhenReaderGoes(open());
+    return stream;
+  };
+}
+
+/** The real process I/O; a write to a reader that went away ends the process (READER_GONE). */
 export function processIo(): CliIo {
+  const stdout = lazyOutput(() => process.stdout);
+  const stderr = lazyOutput(() => process.stderr);
   return {
     stdout: (chunk) => {
-      process.stdout.write(chunk);
+      stdout().write(chunk);
     },
     stderr: (text) => {
-      process.stderr.write(text);
+      stderr().write(text);
     },
     readFile: (path) => (path === '-' ? readStdin() : readFile(path)),
     writeFile: (path, data) => writeFile(path, data),
@@ -74,8 +84,21 @@ export function processIo(): CliIo {
       });
       return { size, chunks: stream };
     },
-    writeChunks: (path, chunks) => pipeline(Readable.from(chunks), createWriteStream(path)),
-    isTty: { stdout: process.stdout.isTTY === true, stderr: process.stderr.isTTY === true },
+    writeChunks: async (path, chunks) => {
+      const [{ Readable }, { pipeline }] = await Promise.all([
+        import('node:stream'),
+        import('node:stream/promises'),
+      ]);
+      await pipeline(Readable.from(chunks), createWriteStream(path));
+    },
+    isTty: {
+      get stdout() {
+        return stdout().isTTY === true;
+      },
+      get stderr() {
+        return stderr().isTTY === true;
+      },
+    },
     interrupted,
   };
 }

@@ -2,7 +2,6 @@
 // The `petrel` client executable: runs one subcommand with the real process I/O.
 
 import { runPetrel } from './dispatch.js';
-import { exitQuietlyWhenReaderGoes, processIo } from './io.js';
+import { processIo } from './io.js';
 
-exitQuietlyWhenReaderGoes();
 process.exitCode = await runPetrel(process.argv.slice(2), processIo());

@@ -185,7 +185,7 @@ export class Session {
 
   /** Progress is for people: on a terminal's stderr, and never beside JSON output. */
   get #showsProgress(): boolean {
-    return this.io.isTty?.stderr === true && !this.json;
+    return !this.json && this.io.isTty?.stderr === true;
   }
 
   async #open(): Promise<Transport> {
@@ -194,7 +194,7 @@ export class Session {
         sent: (bytes) => this.#progress?.sent(bytes),
         received: (bytes) => this.#progress?.received(bytes),
       };
-      const opened = await openTarget(this.#target, this.#showsProgress ? meter : undefined);
+      const opened = await openTarget(this.#target, meter);
       if (!opened.ok) throw transportStop(opened.error);
       this.#transport = opened.value;
     }
