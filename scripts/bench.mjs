@@ -17,6 +17,9 @@ if (unknown.length > 0) {
 // Type errors do not stop the emit; `npm test` is where they fail the build.
 const tsc = spawnSync('npx', ['tsc', '-p', 'tsconfig.bench.json'], { stdio: 'inherit' });
 if (tsc.status !== 0) console.error('warning: type-check failed; benchmarking the emitted JavaScript anyway');
+// tsc wrote the client's modules over its bundles (bench/cli times the executable as shipped).
+if (spawnSync(process.execPath, ['scripts/build-client.mjs'], { stdio: 'inherit' }).status !== 0)
+  process.exit(1);
 let failed = 0;
 for (const name of chosen) {
   console.log(`\n== bench/${name}`);

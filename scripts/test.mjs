@@ -10,8 +10,9 @@ const dir = mkdtempSync(join(tmpdir(), 'petrel-test-'));
 const report = join(dir, 'vitest.json');
 const run = (cmd, args) => spawnSync(cmd, args, { stdio: 'inherit' }).status ?? 1;
 
-// Tests that run petreld as a separate process use the compiled daemon: build it first.
-if (run('npx', ['tsc', '-p', 'tsconfig.build.json']) !== 0) {
+// Tests that run petreld or petrel as a separate process use dist/: build it first (tsc, then
+// the client's bundles).
+if (run('npm', ['run', '--silent', 'build:ts']) !== 0) {
   process.stdout.write('build of dist/ failed; process-level tests will use a stale or missing daemon\n');
 }
 

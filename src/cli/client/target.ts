@@ -89,9 +89,6 @@ function parseAddress(text: string): { host: string; port: number } | null {
   return { host: (match[1] ?? match[2]) as string, port };
 }
 
-/** The module the TLS client lives in; a variable so this builds before that module exists. */
-const REMOTE_MODULE: string = '../../tls/client.js';
-
 /** The transport to `target`; `meter` hears of the bytes every exchange moves. */
 export async function openTarget(
   target: Target,
@@ -106,26 +103,8 @@ export async function openTarget(
     };
     return { ok: true, value: createLocalTransport(sockets, meter === undefined ? {} : { meter }) };
   }
-  let loaded: {
-    createRemoteTransport?: (options: RemoteOptions & { readonly meter?: TransferMeter }) => Transport;
-  };
-  try {
-    loaded = (await import(REMOTE_MODULE)) as typeof loaded;
-  } catch (e) {
-    const missing =
-      (e as NodeJS.ErrnoException).code === 'ERR_MODULE_NOT_FOUND' && String(e).includes('tls/client');
-    if (!missing) throw e;
-    loaded = {};
-  }
-  if (typeof loaded.createRemoteTransport !== 'function') {
-    return {
-      ok: false,
-      error: {
-        code: 'E_CLIENT_UNSUPPORTED',
-        message: 'remote mode needs src/tls/client.ts (the TLS client)',
-      },
-    };
-  }
+  // Loaded for --remote only: the TLS client brings the certificate and signing code along.
+  const { createRemoteTransport } = await import('../../tls/client.js');
   const options = meter === undefined ? target.options : { ...target.options, meter };
-  return { ok: true, value: loaded.createRemoteTransport(options) };
+  return { ok: true, value: createRemoteTransport(options) };
 }
