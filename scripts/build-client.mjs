@@ -5,7 +5,17 @@
 import { existsSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { build } from 'esbuild';
+
+// esbuild is a dev dependency: a checkout whose node_modules predates it keeps tsc's modules,
+// which work the same and start slower. Say so rather than fail the build.
+let build;
+try {
+  ({ build } = await import('esbuild'));
+} catch (e) {
+  if (e?.code !== 'ERR_MODULE_NOT_FOUND') throw e;
+  console.error('build-client: esbuild is not installed (npm ci installs it); petrel stays unbundled');
+  process.exit(0);
+}
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const commands = readdirSync(path.join(root, 'src/cli/commands')).filter((f) => f.endsWith('.ts'));
