@@ -7,6 +7,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { Daemon } from '../../src/daemon/daemon.js';
 import { unwrap } from '../../src/resources/errors.js';
 import { makePolicy } from '../../src/resources/policy.js';
+import { readSolo5Notes } from '../../src/tender/elf.js';
 import { build, canaryImage } from '../engine/guest.js';
 import { canaryConfig, makeNetns } from '../engine/harness.js';
 import { commandFrame, open, request, said } from './client.js';
@@ -101,6 +102,28 @@ describe('petreld start-up', () => {
     expect(
       (await request(sock('console.sock'), 'alice:', { type: 'console-list-inactive' }))[0]?.payload,
     ).toMatchObject({ kind: 'reply', reply: { type: 'consoles' } });
+  });
+
+  it('--runtimes spt: boots the ABI-2 spt canary under the bundled petrel-spt, timed by the daemon', async () => {
+    const t0 = Date.now();
+    const started = await startDaemon(dir, netns.name, { runtimes: 'spt' });
+    daemon = started.daemon;
+    const report = unwrap(started.started);
+    expect(report.canaries.map((c) => c.runtime)).toEqual(['spt']);
+    // Measured by the daemon from its create command to the canary's line (src/daemon/canary.ts).
+    const bootMs = report.canaries[0]?.bootMs ?? 0;
+    expect(bootMs).toBeGreaterThan(0);
+    expect(bootMs).toBeLessThan(Date.now() - t0);
+    const node = JSON.parse(await readFile(path.join(dir, 'run', 'node.json'), 'utf8'));
+    expect(node.report.tenders).toContainEqual({
+      kind: 'spt',
+      path: path.join(build, 'petrel-spt'),
+      version: expect.stringMatching(/^petrel-spt tender, version v/u),
+      abi: 2,
+    });
+    // The canary it booted is a solo5 spt unikernel of ABI version 2.
+    const notes = unwrap(readSolo5Notes(await readFile(path.join(build, 'canary.spt'))));
+    expect(notes.abi).toMatchObject({ target: 2, version: 2 });
   });
 
   it('serves Prometheus metrics on loopback when asked: usage per path, command latency, canary', async () => {
