@@ -34,6 +34,20 @@ export function lowMemory(memSize: number): Buffer {
   return b;
 }
 
+/**
+ * A page-table entry the canary read (`pml4[i]`, `pdpt[i]`, `pd[i]`, `pt[i]`) less the bits the
+ * CPU itself sets in entries it uses (Intel SDM vol. 3 §4.8): Accessed (0x20) in any present
+ * entry, Dirty (0x40) only in one that maps a page (every `pt` entry, a `pd` entry with PS). Real
+ * KVM sets them as the guest runs, the fake /dev/kvm never does. Every other bit stays, and a
+ * non-present entry stays whole, so a table the tender got wrong still differs from the spec.
+ */
+export function withoutCpuSetBits(key: string, value: string): string {
+  const entry = BigInt(value);
+  if ((entry & 0x1n) === 0n) return value;
+  const mapsPage = key.startsWith('pt[') || (key.startsWith('pd[') && (entry & 0x80n) !== 0n);
+  return hex(entry & ~(mapsPage ? 0x60n : 0x20n));
+}
+
 /** The segments with file data (§3.6): the only ones loaded, and what decides kernel_end. */
 export function loadedSegments(image: string) {
   return parseElf(readFileSync(image)).phdrs.filter((p) => p.type === PT_LOAD && p.filesz > 0);
