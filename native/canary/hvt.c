@@ -50,11 +50,101 @@ uint64_t monotonic_ns(void)
     return t / f * 1000000000ULL + t % f * 1000000000ULL / f;
 }
 
-/* KVM starts the guest TSC at 0 when the vCPU is created; entry.S read it at
- * the first guest instruction. */
+/* The TSC does not say when the VM began: hardware KVM starts a new vCPU's
+ * TSC at 0, but kvm-pvm hosts pass the host's TSC through (it counts from the
+ * host's boot), and other hypervisors may do anything. KVM's paravirtual clock
+ * does say it: kvmclock counts nanoseconds from the VM's creation, and KVM
+ * itself serves it in the kernel (the guest writes an MSR, KVM fills a
+ * structure), so it works the same under solo5-hvt as under petrel-hvt. The
+ * guest may look for it with CPUID (solo5.md §3.5: the tender installs the
+ * host's supported list, which carries KVM's leaves). */
+#define CPUID_KVM_SIGNATURE 0x40000000u
+#define CPUID_KVM_FEATURES 0x40000001u
+#define KVM_FEATURE_CLOCKSOURCE2 (1u << 3)
+#define MSR_KVM_SYSTEM_TIME_NEW 0x4b564d01u
+
+struct pvclock {
+    uint32_t version; /* odd while KVM updates the rest */
+    uint32_t pad0;
+    uint64_t tsc_timestamp; /* the guest TSC when system_time was taken */
+    uint64_t system_time;   /* nanoseconds since the VM's creation */
+    uint32_t tsc_to_system_mul;
+    int8_t tsc_shift;
+    uint8_t flags;
+    uint8_t pad[2];
+};
+_Static_assert(sizeof(struct pvclock) == 32, "pvclock_vcpu_time_info is 32 bytes");
+
+static void cpuid(uint32_t leaf, uint32_t r[4])
+{
+    __asm__ __volatile__("cpuid" : "=a"(r[0]), "=b"(r[1]), "=c"(r[2]), "=d"(r[3]) : "a"(leaf), "c"(0));
+}
+
+static int kvmclock_offered(void)
+{
+    uint32_t r[4];
+    cpuid(CPUID_KVM_SIGNATURE, r);
+    /* "KVMKVMKVM\0\0\0" in EBX, ECX, EDX. */
+    if (r[0] < CPUID_KVM_FEATURES || r[1] != 0x4b4d564bu || r[2] != 0x564b4d56u || r[3] != 0x4du)
+        return 0;
+    cpuid(CPUID_KVM_FEATURES, r);
+    return (r[0] & KVM_FEATURE_CLOCKSOURCE2) != 0;
+}
+
+/* TSC ticks to kvmclock nanoseconds: (ticks shifted) * mul / 2^32, the
+ * 96-bit product taken in two halves (no 128-bit arithmetic, no libgcc). */
+static uint64_t pvclock_scale(uint64_t ticks, const struct pvclock *c)
+{
+    if (c->tsc_shift < 0)
+        ticks >>= -c->tsc_shift;
+    else
+        ticks <<= c->tsc_shift;
+    uint64_t mul = c->tsc_to_system_mul;
+    return (ticks >> 32) * mul + (((ticks & 0xffffffffu) * mul) >> 32);
+}
+
+/* Nanoseconds from the VM's creation to the moment the TSC read `tsc`, or
+ * UINT64_MAX when the host offers no kvmclock. */
+static uint64_t vm_ns_at(uint64_t tsc)
+{
+    static volatile struct pvclock clock __attribute__((aligned(32)));
+    if (!kvmclock_offered())
+        return UINT64_MAX;
+    uint64_t gpa = (uint64_t)(uintptr_t)&clock | 1; /* bit 0: enable */
+    __asm__ __volatile__("wrmsr"
+                         :
+                         : "c"(MSR_KVM_SYSTEM_TIME_NEW), "a"((uint32_t)gpa), "d"((uint32_t)(gpa >> 32))
+                         : "memory");
+    struct pvclock c;
+    uint32_t v;
+    do {
+        v = clock.version;
+        __asm__ __volatile__("" ::: "memory");
+        c.tsc_timestamp = clock.tsc_timestamp;
+        c.system_time = clock.system_time;
+        c.tsc_to_system_mul = clock.tsc_to_system_mul;
+        c.tsc_shift = clock.tsc_shift;
+        __asm__ __volatile__("" ::: "memory");
+    } while ((v & 1) || v != clock.version);
+    /* Switch it off again: nothing else reads it, and KVM need not keep it current. */
+    __asm__ __volatile__("wrmsr" : : "c"(MSR_KVM_SYSTEM_TIME_NEW), "a"(0), "d"(0) : "memory");
+    if (v == 0)
+        return UINT64_MAX; /* KVM never filled it in */
+    if (tsc >= c.tsc_timestamp)
+        return c.system_time + pvclock_scale(tsc - c.tsc_timestamp, &c);
+    uint64_t back = pvclock_scale(c.tsc_timestamp - tsc, &c);
+    return back > c.system_time ? 0 : c.system_time - back;
+}
+
+/* entry.S read the TSC at the first guest instruction. Without kvmclock the
+ * TSC itself is the only clock: right where it started at 0 with the vCPU
+ * (hardware KVM), wrong elsewhere. */
 uint64_t plat_boot_us(void)
 {
-    uint64_t tsc = entry_state[ENTRY_TSC], f = boot->cpu_cycle_freq;
+    uint64_t tsc = entry_state[ENTRY_TSC], ns = vm_ns_at(tsc);
+    if (ns != UINT64_MAX)
+        return ns / 1000;
+    uint64_t f = boot->cpu_cycle_freq;
     return tsc / f * 1000000ULL + tsc % f * 1000000ULL / f;
 }
 
