@@ -8,6 +8,9 @@
 # sandboxed processes under solo5-spt or the bundled petrel-spt) needs none. Set PETREL_RUNTIMES to choose; by default this script
 # picks hvt,spt when /dev/kvm opens and spt otherwise, and SAYS which it picked — petreld itself
 # never falls back: a runtime it is given and cannot serve stops it, naming what is missing.
+# Where /dev/kvm is a nested software KVM (kvm-pvm), hvt guests die at their first SSE
+# instruction (floating point: every MirageOS unikernel); petreld's log then has a WARN line,
+# check hvtSse, and such unikernels belong under spt.
 #   PETREL_SKIP_INSTALL=1   skip the install and build steps (already done)
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -131,7 +131,15 @@ export function createDaemon(options: DaemonOptions): Daemon {
     );
     const results = await preflight(config, report);
     for (const check of results) {
-      log.info({ check: check.name, status: check.status, detail: check.detail }, 'preflight');
+      // A WARN (a limit such as hvt guests that may not use SSE) is said at warn level, with its fix.
+      if (check.status === 'PASS') {
+        log.info({ check: check.name, status: check.status, detail: check.detail }, 'preflight');
+      } else {
+        log.warn(
+          { check: check.name, status: check.status, detail: check.detail, fix: check.fix },
+          'preflight',
+        );
+      }
     }
     const fatal = preflightError(results);
     if (fatal !== null) return { ok: false, error: fatal };

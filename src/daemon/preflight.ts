@@ -227,6 +227,19 @@ export async function preflight(
       ),
     ),
   );
+  // A limit of this host's KVM, not a missing capability: never fatal, only said when known.
+  if (report.hvtSse !== undefined) {
+    const problem = report.problems.hvtSse;
+    results.push(
+      result(
+        'hvtSse',
+        report.hvtSse || problem === undefined
+          ? passed('an hvt guest ran an SSE instruction')
+          : failed(problem.detail, problem.hint),
+        false,
+      ),
+    );
+  }
   for (const kind of ['hvt', 'spt'] as const) {
     const tender = usableTender(report, kind);
     results.push(

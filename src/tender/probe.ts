@@ -14,6 +14,7 @@ import { checkTapPrefix, DEFAULT_TAP_PREFIX, removeTap } from '../host/tap.js';
 import { ABI_VERSION } from './abi.js';
 import type { TenderKind } from './elf.js';
 import { bundledHvtPath, findTender } from './lookup.js';
+import { bundledSseGuest, probeSse, type SseGuest } from './sse-probe.js';
 import { runTenderVersion, type TenderVersion } from './version.js';
 
 /** The KVM API version every kernel since 2.6.22 reports and solo5-hvt requires (solo5.md §1.13). */
@@ -37,6 +38,7 @@ export interface BridgeCapability {
 /** The capabilities a report can say something about; preflight names its checks after them. */
 export type CapabilityName =
   | 'kvm'
+  | 'hvtSse'
   | 'tenders.hvt'
   | 'tenders.spt'
   | 'tun'
@@ -61,6 +63,11 @@ export interface CapabilityReport {
   readonly probedAt: string;
   /** The KVM device opened read-write and answered KVM_GET_API_VERSION with 12. */
   readonly kvm: boolean;
+  /**
+   * An hvt guest ran an SSE instruction (true) or was killed by one (false: a nested software
+   * KVM, kvm-pvm). Absent when not tried (no KVM, no bundled tender) or when the run told nothing.
+   */
+  readonly hvtSse?: boolean;
   /** Every tender found whose `--version` printed an ABI line (hvt before spt). */
   readonly tenders: readonly TenderCapability[];
   /** The tun device opened read-write. */
@@ -94,6 +101,11 @@ export interface ProbeOptions extends NetOptions {
   readonly bundledHvt?: string | null;
   /** The bundled spt tender; null for none. Default `native/build/petrel-spt` of this package. */
   readonly bundledSpt?: string | null;
+  /**
+   * The guest that tries one SSE instruction and the tender that boots it, once KVM answered.
+   * Default `sse.hvt` beside the bundled hvt tender; none when `bundledHvt` is null.
+   */
+  readonly sseGuest?: SseGuest | null;
   /** The kvm-probe helper. Default `native/build/kvm-probe` of this package. */
   readonly kvmProbe?: string | null;
   /** Tap prefix of this daemon; the probe tap is `<prefix>probe`, cut to fit 15 bytes. Default `ptap`. */
@@ -337,12 +349,16 @@ export async function probeHost(options: ProbeOptions): Promise<CapabilityReport
     ...(options.netns === undefined ? {} : { netns: options.netns }),
     ...(options.ipCommand === undefined ? {} : { ipCommand: options.ipCommand }),
   };
-  const [kvm, hvt, spt, tun, bridges, block, netAdmin] = await Promise.all([
-    probeKvm(
-      options.kvmDevice ?? '/dev/kvm',
-      options.kvmProbe === undefined ? bundledKvmProbePath() : options.kvmProbe,
-      timeoutMs,
-    ),
+  const kvmProbe = probeKvm(
+    options.kvmDevice ?? '/dev/kvm',
+    options.kvmProbe === undefined ? bundledKvmProbePath() : options.kvmProbe,
+    timeoutMs,
+  );
+  const sseGuest = defaultSseGuest(options);
+  const [kvm, sse, hvt, spt, tun, bridges, block, netAdmin] = await Promise.all([
+    kvmProbe,
+    // Only once KVM answered: a few milliseconds, while the slower probes run.
+    kvmProbe.then((k) => (k.value && sseGuest !== null ? probeSse(sseGuest, timeoutMs) : { value: null })),
     probeTender('hvt', options),
     probeTender('spt', options),
     probeTun(options.tunDevice ?? '/dev/net/tun'),
@@ -353,6 +369,7 @@ export async function probeHost(options: ProbeOptions): Promise<CapabilityReport
   const problems: Partial<Record<CapabilityName, ProbeProblem>> = {};
   const found = {
     kvm,
+    hvtSse: sse,
     'tenders.hvt': hvt,
     'tenders.spt': spt,
     tun,
@@ -369,6 +386,7 @@ export async function probeHost(options: ProbeOptions): Promise<CapabilityReport
   return Object.freeze({
     probedAt,
     kvm: kvm.value,
+    ...(sse.value === null ? {} : { hvtSse: sse.value }),
     tenders: Object.freeze(tenders.map((t) => Object.freeze(t))),
     tun: tun.value,
     bridges: Object.freeze(bridges.value.map((b) => Object.freeze(b))),
@@ -378,6 +396,12 @@ export async function probeHost(options: ProbeOptions): Promise<CapabilityReport
     netAdmin: netAdmin.value,
     problems: Object.freeze(problems),
   });
+}
+
+function defaultSseGuest(options: ProbeOptions): SseGuest | null {
+  if (options.sseGuest !== undefined) return options.sseGuest;
+  const tender = options.bundledHvt === undefined ? bundledHvtPath() : options.bundledHvt;
+  return tender === null ? null : bundledSseGuest(tender);
 }
 
 /** The usable tender of `kind`: listed and speaking solo5's ABI version for it. */
