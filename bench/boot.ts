@@ -12,8 +12,10 @@
 // Run: npm run build:native && npm run bench -- boot
 
 import { spawnSync } from 'node:child_process';
-import { closeSync, existsSync, openSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
+// The tests' gate: kvm-probe, and PETREL_TEST_NO_KVM=1 to measure as on a host without KVM.
+import { kvmUsable } from '../test/native/kvm.js';
 
 const RUNS = 50;
 const WARMUP = 5;
@@ -43,15 +45,6 @@ interface Timing {
   mean: number;
   min: number;
   max: number;
-}
-
-function kvmUsable(): boolean {
-  try {
-    closeSync(openSync('/dev/kvm', 'r+'));
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 function once(c: Case): { ms: number; status: number | null } {
@@ -143,7 +136,7 @@ function ratio(label: string, ours: number | undefined, theirs: number | undefin
 }
 
 const floor: Case = { name: '/bin/true (process-start floor)', cmd: '/bin/true', args: [], status: 0 };
-const kvm = kvmUsable();
+const kvm = kvmUsable;
 const loadavg = () => readFileSync('/proc/loadavg', 'utf8').trim();
 console.log(
   `boot to exit, ${RUNS} alternating rounds after ${WARMUP} warm-up runs each; ms; peak RSS over ${RSS_RUNS} runs`,

@@ -3,8 +3,9 @@
 //   PETREL_TEST_NETNS   taps, bridges and tenders live in this network namespace (the test made it)
 //   PETREL_CRASH_AT     `<name>@<step>[#n]`: SIGKILL itself the n-th time the engine publishes
 //                       that transaction step — a crash at an exact point of a transaction
-//   PETREL_FAKE_KVM=1   on a host without a usable /dev/kvm, the probe's kvm answer is a TEST
-//                       DOUBLE (as with the fake-kvm tender of test/engine/guest.ts)
+//   PETREL_FAKE_KVM=1   on a host without a usable /dev/kvm (or with PETREL_TEST_NO_KVM=1), the
+//                       probe's kvm answer is a TEST DOUBLE (as with the fake-kvm tender of
+//                       test/engine/guest.ts)
 // Prints READY on stdout once started; SIGTERM stops it as petreld does.
 
 import { spawnSync } from 'node:child_process';
@@ -26,13 +27,16 @@ if (crashAt) {
 }
 
 // The same truth petreld's probe uses: kvm-probe opens the device and asks its API version.
+// PETREL_TEST_NO_KVM=1 says no KVM on any host (test/native/kvm.ts).
 const kvm =
+  process.env.PETREL_TEST_NO_KVM !== '1' &&
   spawnSync(new URL('../../native/build/kvm-probe', import.meta.url).pathname, ['/dev/kvm'], {
     stdio: 'ignore',
   }).status === 0;
 const probe = async (options) => {
-  const report = await probeHost(options);
-  if (kvm || process.env.PETREL_FAKE_KVM !== '1') return report;
+  if (kvm || process.env.PETREL_FAKE_KVM !== '1') return probeHost(options);
+  // No SSE guest either: a host without KVM never gets that far.
+  const report = await probeHost({ ...options, sseGuest: null });
   const { kvm: _absent, ...problems } = report.problems;
   return { ...report, kvm: true, problems };
 };

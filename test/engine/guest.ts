@@ -5,25 +5,13 @@
 // which plays the canary's behaviour for the mode in the guest arguments instead of executing
 // guest code (native/tools/fake-kvm.c).
 
-import { existsSync } from 'node:fs';
 import { chmod, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { type ProbeOptions, probeHost } from '../../src/tender/probe.js';
 import { kvmUsable } from '../native/kvm.js';
+import { repo } from '../repo.js';
 
-/** The repository root: the nearest directory with a package.json (also from dist/). */
-function findRepo(): string {
-  let dir = path.dirname(fileURLToPath(import.meta.url));
-  while (!existsSync(path.join(dir, 'package.json'))) {
-    const parent = path.dirname(dir);
-    if (parent === dir) throw new Error('no package.json above test/engine/guest.ts');
-    dir = parent;
-  }
-  return dir;
-}
-
-export const repo = findRepo();
+export { repo };
 export const build = path.join(repo, 'native', 'build');
 export const canaryImage = path.join(build, 'canary.hvt');
 export const canaryNetImage = path.join(build, 'canary-net.hvt');
@@ -83,8 +71,9 @@ FAKEKVM_SCRIPT="$s" LD_PRELOAD='${path.join(build, 'fake-kvm.so')}' exec "$HVT" 
  * KVM it is the real probe.
  */
 export async function probeWithFakeKvm(options: ProbeOptions) {
-  const report = await probeHost(options);
-  if (kvmUsable) return report;
+  if (kvmUsable) return probeHost(options);
+  // No SSE guest either: a host without KVM never gets that far.
+  const report = await probeHost({ ...options, sseGuest: null });
   const { kvm: _absent, ...problems } = report.problems;
   return { ...report, kvm: true, problems };
 }
