@@ -11,9 +11,10 @@
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { repo } from '../repo.js';
 
-const build = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../native/build');
+// From the repository root: benchmarks run this compiled into dist/test/native/.
+const build = path.join(repo, 'native', 'build');
 const probe = path.join(build, 'kvm-probe');
 
 /** The switch: set, tests and benchmarks see no KVM. */
