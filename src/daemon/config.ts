@@ -35,6 +35,8 @@ export interface PetrelConfig {
   readonly tenderSpt: string | null;
   readonly tapPrefix: string;
   readonly bridges: readonly string[];
+  /** MiB the root policy offers unikernels; null for all of the host's memory. */
+  readonly offerMemory: number | null;
   readonly metricsListen: Endpoint | null;
   readonly logLevel: LogLevel;
   readonly tlsListen: Endpoint | null;
@@ -292,6 +294,14 @@ export const CONFIG_FIELDS: { readonly [K in ConfigKey]: ConfigField<PetrelConfi
     defaultText: 'none',
     help: 'bridges this node must offer; start-up fails if one is missing',
     parse: bridges,
+  }),
+  offerMemory: field({
+    table: null,
+    arg: 'MIB',
+    defaultValue: null,
+    defaultText: "the host's memory",
+    help: "memory (MiB) this node offers unikernels, at most the host's: its root policy and its fleet report say this much, so a host can keep memory for itself or several nodes share one machine",
+    parse: optional(integer(1, INT32_MAX)),
   }),
   metricsListen: field({
     table: null,

@@ -13,7 +13,6 @@ import { writeFileAtomic } from '../host/files.js';
 import { bundledNativePath } from '../host/native.js';
 import { err, ok, type PetrelError, type Result } from '../resources/errors.js';
 import { MAX_VMS, makePolicy, type Policy } from '../resources/policy.js';
-import * as T from '../resources/tree.js';
 import { type LazyStatsService, lazyStatsService } from '../stats/lazy.js';
 import { type CapabilityReport, type ProbeOptions, probeHost } from '../tender/probe.js';
 import type { TlsEndpoint, TlsEndpointOptions } from '../tls/endpoint.js';
@@ -60,12 +59,18 @@ export interface Daemon {
   stop(): Promise<void>;
 }
 
-/** The policy of `:` describes this host (albatross-semantics.md §4.6): what the probe found. */
-export function rootPolicy(report: CapabilityReport): Result<Policy, PetrelError> {
+/**
+ * The policy of `:` describes this host (albatross-semantics.md §4.6): what the probe found, with
+ * memory lowered to `offerMemory` when that is less (the node offers less than the host).
+ */
+export function rootPolicy(
+  report: CapabilityReport,
+  offerMemory: number | null = null,
+): Result<Policy, PetrelError> {
   return makePolicy({
     vms: MAX_VMS,
     cpuids: Array.from({ length: report.cpus }, (_, i) => i),
-    memory: report.memoryMiB,
+    memory: offerMemory === null ? report.memoryMiB : Math.min(report.memoryMiB, offerMemory),
     block: report.blockStorageMiB,
     bridges: report.bridges.map((b) => b.name),
   });
@@ -91,6 +96,8 @@ export function createDaemon(options: DaemonOptions): Daemon {
     log,
     stopTimeoutMs: config.stopTimeout,
     runtimes: config.runtimes,
+    // The fleet registry hears of every change of the tree (the reporter coalesces them).
+    onTreeChange: () => fleet?.reporter.changed(),
     restart: {
       backoffBaseMs: config.restartBackoffBase,
       backoffMaxMs: config.restartBackoffMax,
@@ -144,7 +151,7 @@ export function createDaemon(options: DaemonOptions): Daemon {
     const fatal = preflightError(results);
     if (fatal !== null) return { ok: false, error: fatal };
 
-    const root = rootPolicy(report);
+    const root = rootPolicy(report, config.offerMemory);
     if (!root.ok) return root;
     const restored = await engine.restore(root.value);
     if (!restored.ok) return restored;
@@ -295,9 +302,10 @@ async function openTls(
 }
 
 /**
- * Reports this node's probed capabilities to the fleet registry now and every heartbeat
- * (issue 9). A registry that is down is logged and retried, never fatal: the node simply ages
- * out of the freshness window until it can report again.
+ * Reports this node's probed capabilities, the runtimes it serves and its capacity (root policy
+ * minus allocations) to the fleet registry now and every heartbeat (issues 9, 16), and its
+ * capacity again after every change of the tree. A registry that is down is logged and retried,
+ * never fatal: the node simply ages out of the freshness window until it can report again.
  */
 async function joinFleet(
   config: PetrelConfig,
@@ -312,10 +320,11 @@ async function joinFleet(
   }
   const port = config.nodeAddress === null && tls !== null ? tls.port : endpoint.port;
   const host = endpoint.host.includes(':') ? `[${endpoint.host}]` : endpoint.host;
-  const [{ openDb }, { Registry }, { createReporter }] = await Promise.all([
+  const [{ openDb }, { Registry }, { createReporter }, { capacityOf }] = await Promise.all([
     import('../fleet/db.js'),
     import('../fleet/registry.js'),
     import('../fleet/reporter.js'),
+    import('../fleet/capacity.js'),
   ]);
   const pool = openDb(config.fleetDb as string, { applicationName: `petreld ${config.nodeId}` });
   const reporter = createReporter({
@@ -323,10 +332,8 @@ async function joinFleet(
     nodeId: config.nodeId,
     address: `${host}:${port}`,
     probe,
-    usage: () => {
-      const usage = T.usageAt(engine.tree, []);
-      return { cpus: usage.cpus.size, memoryMiB: usage.memory, blockStorageMiB: usage.block };
-    },
+    runtimes: config.runtimes,
+    capacity: () => capacityOf(engine.tree),
     heartbeatMs: config.fleetHeartbeat,
     logger: log,
   });

@@ -51,6 +51,8 @@ export interface EngineOptions {
   readonly now?: () => number;
   /** The tenders this node runs unikernels with (`--runtimes`); default hvt and spt. */
   readonly runtimes?: readonly TenderKind[];
+  /** Called synchronously whenever the resource tree changes (the fleet reporter); must not throw. */
+  readonly onTreeChange?: (tree: T.Tree) => void;
 }
 
 export interface EngineRequest {
@@ -124,13 +126,25 @@ export class Engine {
   readonly #now: () => number;
   readonly #runtimes: readonly TenderKind[];
   readonly #blocks: BlockCommands;
-  #tree: T.Tree = T.emptyTree;
+  #treeValue: T.Tree = T.emptyTree;
+  readonly #onTreeChange: ((tree: T.Tree) => void) | undefined;
   readonly #running = new Map<string, Supervised>();
   readonly #pending = new Map<string, PendingRestart>();
   #persisting = true;
   #shuttingDown = false;
 
+  // Every assignment of the tree goes through this pair, so onTreeChange hears of each change.
+  get #tree(): T.Tree {
+    return this.#treeValue;
+  }
+  set #tree(tree: T.Tree) {
+    if (tree === this.#treeValue) return;
+    this.#treeValue = tree;
+    this.#onTreeChange?.(tree);
+  }
+
   constructor(options: EngineOptions) {
+    this.#onTreeChange = options.onTreeChange;
     this.#host = options.host;
     this.#hub = options.hub;
     this.#log = options.log;

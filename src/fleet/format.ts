@@ -1,9 +1,9 @@
 // How nodes and placement verdicts are shown to operators: aligned text tables and the JSON of
-// `petrel fleet nodes --json`. Pure.
+// `petrel fleet nodes|explain --json`. Pure.
 
-import { readCapabilities, readResources } from './capabilities.js';
-import type { NodeVerdict } from './placement.js';
-import type { Snapshot } from './registry.js';
+import { readCapabilities, readResources, readTotals, type StoredCapabilities } from './capabilities.js';
+import { NOTHING_RESERVED, type NodeVerdict, type Reserved } from './placement.js';
+import type { ReservationRecord, Snapshot } from './registry.js';
 
 function table(header: readonly string[], rows: readonly (readonly string[])[]): string {
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
@@ -22,8 +22,25 @@ function age(ms: number): string {
   return `${Math.round(ms / 3_600_000)}h ago`;
 }
 
+/** `hvt/2,spt/2`; `none` for --runtimes none; `-` for a report that says nothing. */
+export function formatServes(caps: Pick<StoredCapabilities, 'runtimes' | 'serves'>): string {
+  if (caps.runtimes === null) return '-';
+  if (caps.runtimes.length === 0) return 'none';
+  const served = caps.serves.map((s) => `${s.kind}/${s.abi}`).join(',');
+  // Configured, but the probe found none of it usable.
+  return served === '' ? `nothing (--runtimes ${caps.runtimes.join(',')})` : served;
+}
+
+function formatReserved(r: Reserved): string {
+  return r.vms === 0 ? '-' : `${r.memoryMiB} MiB (${r.vms})`;
+}
+
 /** One object per node, the capabilities read as placement reads them (absent = false). */
-export function nodesJson(snapshot: Snapshot, freshMs: number) {
+export function nodesJson(
+  snapshot: Snapshot,
+  freshMs: number,
+  reservations: readonly ReservationRecord[] = [],
+) {
   return {
     now: snapshot.now.toISOString(),
     freshMs,
@@ -36,7 +53,18 @@ export function nodesJson(snapshot: Snapshot, freshMs: number) {
         ageMs,
         fresh: ageMs <= freshMs,
         capabilities: readCapabilities(n.capabilities),
-        resources: readResources(n.resources),
+        free: readResources(n.resources),
+        total: readTotals(n.resources),
+        running: n.running ?? 0,
+        reserved: n.reserved ?? NOTHING_RESERVED,
+        reservations: reservations
+          .filter((r) => r.node === n.id)
+          .map((r) => ({
+            vm: r.vm,
+            memoryMiB: r.memoryMiB,
+            at: r.at.toISOString(),
+            expiresAt: r.expiresAt.toISOString(),
+          })),
       };
     }),
   };
@@ -51,25 +79,50 @@ export function formatNodes(snapshot: Snapshot, freshMs: number): string {
       n.address,
       age(n.ageMs),
       n.fresh ? 'fresh' : 'stale',
-      c.kvm ? 'yes' : 'no',
+      formatServes(c),
       c.tenders.map((t) => `${t.kind}/${t.abi}`).join(',') || '-',
+      c.kvm ? 'yes' : 'no',
       c.tun && c.netAdmin ? 'yes' : 'no',
       c.bridges.map((b) => (b.up ? b.name : `${b.name}(down)`)).join(',') || '-',
-      String(n.resources.cpus),
-      `${n.resources.memoryMiB} MiB`,
+      String(n.free.cpus),
+      n.total === null ? `${n.free.memoryMiB} MiB` : `${n.free.memoryMiB}/${n.total.memoryMiB} MiB`,
+      String(n.running),
+      formatReserved(n.reserved),
     ];
   });
   return table(
-    ['ID', 'ADDRESS', 'SEEN', 'STATE', 'KVM', 'TENDERS', 'TAPS', 'BRIDGES', 'CPUS', 'FREE MEMORY'],
+    [
+      'ID',
+      'ADDRESS',
+      'SEEN',
+      'STATE',
+      'SERVES',
+      'PROBED',
+      'KVM',
+      'TAPS',
+      'BRIDGES',
+      'CPUS',
+      'FREE MEMORY',
+      'UNIKERNELS',
+      'RESERVED',
+    ],
     rows,
   );
+}
+
+/** What `explain --json` shows per node. */
+export function verdictsJson(verdicts: readonly NodeVerdict[]) {
+  return verdicts.map((v) => ({ ...v, qualifies: v.reasons.length === 0 }));
 }
 
 export function formatVerdicts(verdicts: readonly NodeVerdict[]): string {
   if (verdicts.length === 0) return 'no nodes registered\n';
   const rows = verdicts.map((v) => [
     v.id,
-    v.reasons.length === 0 ? `ok (free ${v.free.memoryMiB} MiB, ${v.free.cpus} CPUs)` : v.reasons.join(', '),
+    formatServes(v),
+    `${v.available.memoryMiB} MiB, ${v.available.cpus} CPU${v.available.cpus === 1 ? '' : 's'}`,
+    formatReserved(v.reserved),
+    v.reasons.length === 0 ? 'ok' : v.reasons.join(', '),
   ]);
-  return table(['NODE', 'VERDICT'], rows);
+  return table(['NODE', 'SERVES', 'FREE', 'RESERVED', 'VERDICT'], rows);
 }

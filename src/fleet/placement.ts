@@ -6,10 +6,16 @@
 //   1. A node qualifies only if it was seen within the freshness window AND satisfies every
 //      predicate. Capabilities absent from its report are false (capabilities.ts), so a node
 //      that never reported (`'{}'`) qualifies for nothing.
-//   2. Choice rule: most free memory; ties broken by the smaller node id (code-unit order).
-//   3. An explicit node is a request: chosen only if it qualifies, refused with its reasons
+//   2. A node qualifies for a runtime only if it SERVES it (its `--runtimes`, found usable by its
+//      probe) at the image's ABI version; what the probe found beyond that does not count.
+//   3. Capacity is what the node reported free minus what placements hold on it that its report
+//      does not show yet (reservations), each counted once.
+//   4. Choice rule (spread): the most free memory after the placement; ties broken by a hash of
+//      the unikernel's name and the node's id (`spreadKey`), so equal nodes take turns instead
+//      of the smallest id taking everything; the id last.
+//   5. An explicit node is a request: chosen only if it qualifies, refused with its reasons
 //      otherwise; never replaced by another node.
-//   4. `containmentFor(req)` is implied by the capability predicates, so the SQL prefilter
+//   6. `containmentFor(req)` is implied by the capability predicates, so the SQL prefilter
 //      (`capabilities @> containment`) never drops a node that qualifies.
 
 import { err, ok, type PetrelError, type Result } from '../resources/errors.js';
@@ -17,9 +23,19 @@ import {
   type FreeResources,
   readCapabilities,
   readResources,
+  type ServedRuntime,
   type StoredCapabilities,
   type TenderKind,
 } from './capabilities.js';
+
+/** What placements hold on a node beyond its last report. */
+export interface Reserved {
+  readonly memoryMiB: number;
+  /** How many reservations (each one unikernel). */
+  readonly vms: number;
+}
+
+export const NOTHING_RESERVED: Reserved = Object.freeze({ memoryMiB: 0, vms: 0 });
 
 /** One row of the `nodes` table, as the registry reads it. */
 export interface NodeRow {
@@ -30,13 +46,19 @@ export interface NodeRow {
   readonly capabilities: unknown;
   /** The `resources` column (free resources), unvalidated. */
   readonly resources: unknown;
+  /** Live reservations not yet in the node's report. Default none. */
+  readonly reserved?: Reserved;
+  /** The `spread` column, `spreadKey(id)`; computed from the id when absent. */
+  readonly spread?: number;
+  /** How many unikernels its report lists (display only). */
+  readonly running?: number;
 }
 
 /** What a unikernel needs from the node it runs on. */
 export interface Requirements {
   /** The tender its ABI note asks for. */
   readonly runtime: TenderKind;
-  /** The ABI version of its ABI note; the tender must speak exactly this version. */
+  /** The ABI version of its ABI note; the node must serve exactly this version. */
   readonly abi: number;
   /** Bridges its networks attach to. */
   readonly bridges: readonly string[];
@@ -45,11 +67,11 @@ export interface Requirements {
 }
 
 export type Predicate =
-  | { readonly kind: 'kvm' }
-  | { readonly kind: 'tender'; readonly tender: TenderKind; readonly abi: number }
+  | { readonly kind: 'serves'; readonly runtime: TenderKind; readonly abi: number }
   | { readonly kind: 'taps' }
   | { readonly kind: 'bridge'; readonly name: string }
   | { readonly kind: 'memory'; readonly mib: number }
+  | { readonly kind: 'vms' }
   | { readonly kind: 'cpus'; readonly count: number };
 
 export interface PlacementOptions {
@@ -59,13 +81,24 @@ export interface PlacementOptions {
   readonly freshMs: number;
   /** `--node ID`: place only there, if it qualifies. */
   readonly node?: string;
+  /** The unikernel's name: the tie-break key (default ''). */
+  readonly vm?: string;
+  /** Nodes that already refused this create, with what they said: they do not qualify again. */
+  readonly refused?: ReadonlyMap<string, string>;
 }
 
 export interface NodeVerdict {
   readonly id: string;
   readonly address: string;
   readonly ageMs: number;
+  /** `--runtimes` as reported; null when the report says nothing. */
+  readonly runtimes: readonly TenderKind[] | null;
+  readonly serves: readonly ServedRuntime[];
+  /** Free as the node reported it. */
   readonly free: FreeResources;
+  readonly reserved: Reserved;
+  /** Free minus reserved: what this placement can have. */
+  readonly available: FreeResources;
   /** Why the node cannot run the workload; empty when it qualifies. */
   readonly reasons: readonly string[];
 }
@@ -73,7 +106,10 @@ export interface NodeVerdict {
 export interface Placement {
   readonly node: string;
   readonly address: string;
-  readonly free: FreeResources;
+  /** Free minus reserved before this placement. */
+  readonly available: FreeResources;
+  /** Free memory left after it (the choice rule's figure). */
+  readonly memoryAfterMiB: number;
 }
 
 export type PlacementError = PetrelError<
@@ -99,30 +135,46 @@ export function makeRequirements(input: Requirements): Result<Requirements, Plac
   return ok(Object.freeze({ ...input, bridges: Object.freeze(bridges) }));
 }
 
-/** hvt ⇒ kvm and an hvt tender of the image's ABI; spt ⇒ an spt tender of that ABI; networks ⇒
- * taps and each bridge; then free memory and CPUs. */
+/** The runtime served at the image's ABI; networks ⇒ taps and each bridge; then free memory, a
+ * unikernel slot and enough CPU ids. */
 export function predicatesFor(req: Requirements): Predicate[] {
-  const predicates: Predicate[] = [];
-  if (req.runtime === 'hvt') predicates.push({ kind: 'kvm' });
-  predicates.push({ kind: 'tender', tender: req.runtime, abi: req.abi });
+  const predicates: Predicate[] = [{ kind: 'serves', runtime: req.runtime, abi: req.abi }];
   if (req.bridges.length > 0) predicates.push({ kind: 'taps' });
   for (const name of req.bridges) predicates.push({ kind: 'bridge', name });
-  predicates.push({ kind: 'memory', mib: req.memoryMiB }, { kind: 'cpus', count: req.cpus });
+  predicates.push({ kind: 'memory', mib: req.memoryMiB }, { kind: 'vms' }, { kind: 'cpus', count: req.cpus });
   return predicates;
 }
 
-/** Why `predicate` fails on a node, or null when it holds. */
-export function check(predicate: Predicate, caps: StoredCapabilities, free: FreeResources): string | null {
+/** Why the node does not serve `runtime` at `abi`, or null when it does. */
+function servesReason(caps: StoredCapabilities, runtime: TenderKind, abi: number): string | null {
+  const { runtimes } = caps;
+  if (runtimes === null) return 'serves no runtime (its report is empty: it stopped, or its probe failed)';
+  if (runtimes.length === 0) return 'hosts no unikernels (--runtimes none)';
+  if (!runtimes.includes(runtime)) {
+    return `does not run ${runtime} unikernels (--runtimes ${runtimes.join(',')})`;
+  }
+  const versions = caps.serves.filter((s) => s.kind === runtime).map((s) => s.abi);
+  if (versions.includes(abi)) return null;
+  if (versions.length > 0) {
+    const has = [...new Set(versions)].sort((a, b) => a - b).join(', ');
+    return `serves ${runtime} with ABI version ${has}, not ${abi}`;
+  }
+  // Configured, but the latest probe found it unusable.
+  const why = runtime === 'hvt' && !caps.kvm ? 'no kvm' : `no ${runtime} tender`;
+  return `does not serve ${runtime} now (--runtimes ${runtimes.join(',')}, but the probe found ${why})`;
+}
+
+/** Why `predicate` fails on a node, or null when it holds. `free` is already net of reservations. */
+export function check(
+  predicate: Predicate,
+  caps: StoredCapabilities,
+  free: FreeResources,
+  reserved: Reserved = NOTHING_RESERVED,
+): string | null {
+  const held = (what: string) => (what === '' ? '' : `, ${what} reserved`);
   switch (predicate.kind) {
-    case 'kvm':
-      return caps.kvm ? null : 'no kvm';
-    case 'tender': {
-      const ofKind = caps.tenders.filter((t) => t.kind === predicate.tender);
-      if (ofKind.some((t) => t.abi === predicate.abi)) return null;
-      if (ofKind.length === 0) return `no ${predicate.tender} tender`;
-      const has = [...new Set(ofKind.map((t) => t.abi))].sort((a, b) => a - b).join(', ');
-      return `no ${predicate.tender} tender with ABI version ${predicate.abi} (has ${has})`;
-    }
+    case 'serves':
+      return servesReason(caps, predicate.runtime, predicate.abi);
     case 'taps':
       if (!caps.tun) return 'no tun';
       return caps.netAdmin ? null : 'no net admin (cannot create taps)';
@@ -135,11 +187,15 @@ export function check(predicate: Predicate, caps: StoredCapabilities, free: Free
     case 'memory':
       return free.memoryMiB >= predicate.mib
         ? null
-        : `not enough memory (free ${free.memoryMiB} MiB, need ${predicate.mib} MiB)`;
+        : `not enough memory (free ${free.memoryMiB} MiB${held(reserved.memoryMiB > 0 ? `${reserved.memoryMiB} MiB` : '')}, need ${predicate.mib} MiB)`;
+    case 'vms':
+      return free.vms >= 1
+        ? null
+        : `no unikernel slot left (free 0${held(reserved.vms > 0 ? String(reserved.vms) : '')})`;
     case 'cpus':
       return free.cpus >= predicate.count
         ? null
-        : `not enough CPUs (free ${free.cpus}, need ${predicate.count})`;
+        : `not enough CPUs (has ${free.cpus}, need ${predicate.count})`;
   }
 }
 
@@ -153,11 +209,23 @@ export function explain(
   return [...rows].sort((a, b) => compareIds(a.id, b.id)).map((row) => verdict(row, predicates, options));
 }
 
-function verdict(row: NodeRow, predicates: readonly Predicate[], options: Omit<PlacementOptions, 'node'>) {
+function verdict(
+  row: NodeRow,
+  predicates: readonly Predicate[],
+  options: Omit<PlacementOptions, 'node'>,
+): NodeVerdict {
   const caps = readCapabilities(row.capabilities);
   const free = readResources(row.resources);
+  const reserved = row.reserved ?? NOTHING_RESERVED;
+  const available: FreeResources = {
+    ...free,
+    memoryMiB: Math.max(0, free.memoryMiB - reserved.memoryMiB),
+    vms: Math.max(0, free.vms - reserved.vms),
+  };
   const ageMs = options.now.getTime() - row.lastSeen.getTime();
   const reasons: string[] = [];
+  const refusal = options.refused?.get(row.id);
+  if (refusal !== undefined) reasons.push(`refused this create: ${refusal}`);
   // A clock a little ahead of the database's (negative age) still counts as fresh.
   if (!(ageMs <= options.freshMs)) {
     reasons.push(
@@ -165,10 +233,20 @@ function verdict(row: NodeRow, predicates: readonly Predicate[], options: Omit<P
     );
   }
   for (const predicate of predicates) {
-    const reason = check(predicate, caps, free);
+    const reason = check(predicate, caps, available, reserved);
     if (reason !== null) reasons.push(reason);
   }
-  return { id: row.id, address: row.address, ageMs, free, reasons };
+  return {
+    id: row.id,
+    address: row.address,
+    ageMs,
+    runtimes: caps.runtimes,
+    serves: caps.serves,
+    free,
+    reserved,
+    available,
+    reasons,
+  };
 }
 
 /** Chooses a node for `req` among `rows`, or says for every node why it cannot. */
@@ -179,6 +257,12 @@ export function place(
 ): Result<Placement, PlacementError> {
   const verdicts = explain(rows, req, options);
   const what = describeRequirements(req);
+  const chosen = (v: NodeVerdict): Placement => ({
+    node: v.id,
+    address: v.address,
+    available: v.available,
+    memoryAfterMiB: v.available.memoryMiB - req.memoryMiB,
+  });
   if (options.node !== undefined) {
     const requested = verdicts.find((v) => v.id === options.node);
     if (requested === undefined) {
@@ -193,11 +277,12 @@ export function place(
     }
     return ok(chosen(requested));
   }
+  const seed = spreadKey(options.vm ?? '');
+  const spreadOf = new Map(rows.map((r) => [r.id, r.spread ?? spreadKey(r.id)]));
   let best: NodeVerdict | undefined;
   for (const v of verdicts) {
     if (v.reasons.length > 0) continue;
-    // Verdicts are in id order, so keeping the first of equal memory breaks ties by id.
-    if (best === undefined || v.free.memoryMiB > best.free.memoryMiB) best = v;
+    if (best === undefined || before(v, best, seed, spreadOf)) best = v;
   }
   if (best !== undefined) return ok(chosen(best));
   const lines = verdicts.map((v) => `${v.id}: ${v.reasons.join(', ')}`);
@@ -210,14 +295,46 @@ export function place(
   });
 }
 
+/** The choice rule: more free memory first, then the smaller tie key, then the smaller id. */
+function before(
+  a: NodeVerdict,
+  b: NodeVerdict,
+  seed: number,
+  spreadOf: ReadonlyMap<string, number>,
+): boolean {
+  if (a.available.memoryMiB !== b.available.memoryMiB) return a.available.memoryMiB > b.available.memoryMiB;
+  const ta = tieKey(spreadOf.get(a.id) ?? 0, seed);
+  const tb = tieKey(spreadOf.get(b.id) ?? 0, seed);
+  if (ta !== tb) return ta < tb;
+  return compareIds(a.id, b.id) < 0;
+}
+
+/** The tie key of a node for one unikernel; SQL computes the same as `(spread # seed)`. */
+export function tieKey(spread: number, seed: number): number {
+  return (spread ^ seed) >>> 0;
+}
+
+/**
+ * FNV-1a of the UTF-8 bytes, shifted to 31 bits so PostgreSQL's `integer` holds it and XOR of two
+ * keys stays non-negative there as here. Stored per node (`nodes.spread`) so the prefilter's
+ * ORDER BY costs an XOR, not a hash, per row.
+ */
+export function spreadKey(text: string): number {
+  let h = 0x811c9dc5;
+  for (const byte of Buffer.from(text, 'utf8')) {
+    h ^= byte;
+    h = Math.imul(h, 0x01000193);
+  }
+  return (h >>> 1) & 0x7fffffff;
+}
+
 /**
  * The JSON document every qualifying node's `capabilities` contains (jsonb `@>`), for the
  * GIN-indexed prefilter. Array containment means "some element contains this object", which is
- * exactly the tender and bridge predicates.
+ * exactly the served-runtime and bridge predicates.
  */
 export function containmentFor(req: Requirements): Record<string, unknown> {
-  const doc: Record<string, unknown> = { tenders: [{ kind: req.runtime, abi: req.abi }] };
-  if (req.runtime === 'hvt') doc.kvm = true;
+  const doc: Record<string, unknown> = { serves: [{ kind: req.runtime, abi: req.abi }] };
   if (req.bridges.length > 0) {
     doc.tun = true;
     doc.netAdmin = true;
@@ -237,10 +354,6 @@ export function describeRequirements(req: Requirements): string {
       : []),
   ];
   return `${req.runtime} (${parts.join(', ')})`;
-}
-
-function chosen(v: NodeVerdict): Placement {
-  return { node: v.id, address: v.address, free: v.free };
 }
 
 /** Code-unit order, independent of the locale. */

@@ -28,15 +28,17 @@ describeWithPostgres('fleet migrations', (pg) => {
   it('apply to an empty database in order, with the schema of the issue', async () => {
     const { pool } = await pg.schema({ migrated: false });
     const migrations = await shipped();
-    expect(migrations.map((m) => m.version)).toEqual([1, 2]);
+    expect(migrations.map((m) => m.version)).toEqual([1, 2, 3]);
     const outcome = await migrate(pool, migrations);
     expect(outcome).toMatchObject({ ok: true, value: { alreadyApplied: 0 } });
-    if (outcome.ok) expect(outcome.value.applied.map((m) => m.name)).toEqual(['nodes', 'placements']);
+    if (outcome.ok)
+      expect(outcome.value.applied.map((m) => m.name)).toEqual(['nodes', 'placements', 'capacity']);
 
     const recorded = await pool.query('SELECT version, name FROM petrel_migrations ORDER BY version');
     expect(recorded.rows).toEqual([
       { version: 1, name: 'nodes' },
       { version: 2, name: 'placements' },
+      { version: 3, name: 'capacity' },
     ]);
     const caps = await pool.query(
       `SELECT data_type, column_default, is_nullable FROM information_schema.columns
@@ -51,6 +53,29 @@ describeWithPostgres('fleet migrations', (pg) => {
       `SELECT column_name FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = 'placements' ORDER BY ordinal_position`,
     );
     expect(placements.rows.map((r) => r.column_name)).toEqual(['id', 'vm', 'node', 'at', 'by']);
+    const reservations = await pool.query(
+      `SELECT column_name FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = 'reservations' ORDER BY ordinal_position`,
+    );
+    expect(reservations.rows.map((r) => r.column_name)).toEqual([
+      'id',
+      'node',
+      'vm',
+      'memory_mib',
+      'at',
+      'expires_at',
+    ]);
+    const nodeColumns = await pool.query(
+      `SELECT column_name FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = 'nodes' ORDER BY ordinal_position`,
+    );
+    expect(nodeColumns.rows.map((r) => r.column_name)).toEqual([
+      'id',
+      'address',
+      'last_seen',
+      'capabilities',
+      'resources',
+      'unikernels',
+      'spread',
+    ]);
   });
 
   it('re-apply as a no-op, also when two migrators race', async () => {
@@ -58,11 +83,11 @@ describeWithPostgres('fleet migrations', (pg) => {
     const migrations = await shipped();
     const [a, b] = await Promise.all([migrate(pool, migrations), migrate(pool, migrations)]);
     const applied = [a, b].map((r) => (r.ok ? r.value.applied.length : -1)).sort();
-    expect(applied).toEqual([0, 2]);
+    expect(applied).toEqual([0, 3]);
     const before = await schema(pool);
     expect(await migrate(pool, migrations)).toMatchObject({
       ok: true,
-      value: { applied: [], alreadyApplied: 2 },
+      value: { applied: [], alreadyApplied: 3 },
     });
     expect(await schema(pool)).toEqual(before);
   });

@@ -1,6 +1,7 @@
 // Two real petreld processes report to the registry (issue 9): `hvt1` can run hvt guests; `blind`
 // runs with --runtimes none and a KVM device it cannot open. Placement of an hvt VM never picks
-// `blind`, a request for it is refused with `no kvm`, and with only `blind` alive it fails so.
+// `blind`, a request for it is refused because it hosts nothing, and with only `blind` alive it
+// fails so.
 import { spawnSync } from 'node:child_process';
 import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -9,6 +10,7 @@ import { expect, it } from 'vitest';
 import { makeRequirements } from '../../src/fleet/placement.js';
 import { Registry } from '../../src/fleet/registry.js';
 import { unwrap } from '../../src/resources/errors.js';
+import { ABI_VERSION } from '../../src/tender/abi.js';
 import { type DaemonProcess, launchDaemon } from '../daemon/process.js';
 import { repo, testTender } from '../engine/guest.js';
 import { makeNetns } from '../engine/harness.js';
@@ -73,20 +75,25 @@ describeWithPostgres('two petreld nodes', (pg) => {
       const registry = new Registry(pool);
       const nodes = unwrap(await registry.nodes());
       expect(nodes.nodes.map((n) => n.id).sort()).toEqual(['blind', 'hvt1']);
-      const req = unwrap(makeRequirements({ runtime: 'hvt', abi: 2, memoryMiB: 4, cpus: 1, bridges: [] }));
+      const req = unwrap(
+        makeRequirements({ runtime: 'hvt', abi: ABI_VERSION.hvt, memoryMiB: 4, cpus: 1, bridges: [] }),
+      );
       for (let i = 0; i < 3; i++) {
         const placed = await registry.place(req, { freshMs: 30_000 });
         expect(placed.ok && placed.value.node).toBe('hvt1');
       }
       const refused = await registry.place(req, { freshMs: 30_000, node: 'blind' });
       expect(refused.ok).toBe(false);
-      if (!refused.ok) expect(refused.error.message).toMatch(/^node blind cannot run hvt .*: no kvm$/);
+      if (!refused.ok)
+        expect(refused.error.message).toMatch(
+          /^node blind cannot run hvt .*: hosts no unikernels \(--runtimes none\)$/,
+        );
 
       await hvt1.stop();
       const alone = await registry.place(req, { freshMs: 30_000 });
       expect(alone.ok).toBe(false);
       if (!alone.ok) {
-        expect(alone.error.message).toContain('blind: no kvm');
+        expect(alone.error.message).toContain('blind: hosts no unikernels (--runtimes none)');
         expect(alone.error.message).not.toContain('hvt1: ok');
       }
     } finally {

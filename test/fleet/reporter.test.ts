@@ -1,8 +1,8 @@
 import { expect, it } from 'vitest';
-import type { CapabilityReport } from '../../src/fleet/capabilities.js';
+import type { CapabilityReport, NodeCapacity } from '../../src/fleet/capabilities.js';
 import { Registry } from '../../src/fleet/registry.js';
 import { createReporter, type FleetReporter, type ReporterOptions } from '../../src/fleet/reporter.js';
-import { HVT, report } from './fixtures.js';
+import { capacity, HVT, report } from './fixtures.js';
 import { describeWithPostgres } from './pg.js';
 
 function reporter(options: ReporterOptions): FleetReporter {
@@ -29,6 +29,7 @@ describeWithPostgres('fleet reporter', (pg) => {
       nodeId: 'gw-04',
       address: '127.0.0.1:1025',
       probe: async () => current,
+      runtimes: ['hvt'],
       heartbeatMs: 50,
     });
     try {
@@ -43,13 +44,16 @@ describeWithPostgres('fleet reporter', (pg) => {
       await until(async () => (await seen()).getTime() > first.getTime() && r.reports >= 2);
       const placed = await registry.place(HVT, { freshMs: 30_000 });
       expect(placed).toMatchObject({ ok: false, error: { code: 'E_FLEET_NO_CAPABLE_NODE' } });
-      if (!placed.ok) expect(placed.error.message).toContain('gw-04: no kvm');
+      if (!placed.ok)
+        expect(placed.error.message).toContain(
+          'gw-04: does not serve hvt now (--runtimes hvt, but the probe found no kvm)',
+        );
     } finally {
       await r.stop();
     }
   });
 
-  it('writes free resources (probed totals minus usage) and withdraws on stop', async () => {
+  it('writes the served runtimes and the capacity it is given, and withdraws on stop', async () => {
     const { pool } = await pg.schema();
     const registry = new Registry(pool);
     const r = reporter({
@@ -57,18 +61,86 @@ describeWithPostgres('fleet reporter', (pg) => {
       nodeId: 'tank',
       address: '[::1]:1025',
       probe: async () => report(),
-      usage: () => ({ cpus: 1, memoryMiB: 1024, blockStorageMiB: 20_000 }),
+      runtimes: ['spt'],
+      capacity: () => capacity(report(), 3072, ['user:a']),
     });
     expect((await r.start()).ok).toBe(true);
     const row = async () =>
-      (await pool.query(`SELECT capabilities, resources FROM nodes WHERE id = 'tank'`)).rows[0];
-    expect((await row()).resources).toEqual({ cpus: 3, memoryMiB: 3072, blockStorageMiB: 0 });
+      (await pool.query(`SELECT capabilities, resources, unikernels FROM nodes WHERE id = 'tank'`)).rows[0];
+    expect(await row()).toMatchObject({
+      capabilities: { runtimes: ['spt'], serves: [{ kind: 'spt', abi: 2 }], tenders: report().tenders },
+      resources: { cpus: 4, memoryMiB: 3072 },
+      unikernels: ['user:a'],
+    });
     await r.stop();
     expect(await row()).toEqual({
-      capabilities: { kvm: false, tenders: [], tun: false, bridges: [], netAdmin: false },
-      resources: { cpus: 0, memoryMiB: 0, blockStorageMiB: 0 },
+      capabilities: {
+        kvm: false,
+        tenders: [],
+        tun: false,
+        bridges: [],
+        netAdmin: false,
+        runtimes: null,
+        serves: [],
+      },
+      resources: {
+        cpus: 0,
+        memoryMiB: 0,
+        vms: 0,
+        blockStorageMiB: 0,
+        total: { memoryMiB: 0, vms: 0, blockStorageMiB: 0 },
+      },
+      unikernels: [],
     });
     expect(await r.reportNow()).toMatchObject({ ok: false, error: { code: 'E_FLEET_STOPPED' } });
+  });
+
+  it('after changes it re-sends the capacity without probing, coalesced to one write per interval', async () => {
+    const { pool } = await pg.schema();
+    const registry = new Registry(pool);
+    let probes = 0;
+    let current: NodeCapacity = capacity(report(), 4096);
+    const r = reporter({
+      registry,
+      nodeId: 'busy',
+      address: 'busy:1025',
+      probe: async () => {
+        probes += 1;
+        return report();
+      },
+      runtimes: ['hvt', 'spt'],
+      capacity: () => current,
+      heartbeatMs: 3_600_000,
+      changeIntervalMs: 200,
+    });
+    try {
+      expect((await r.start()).ok).toBe(true);
+      const free = async () =>
+        (await pool.query(`SELECT resources, unikernels FROM nodes WHERE id = 'busy'`)).rows[0];
+      const began = performance.now();
+      // A burst of 50 changes: the last one is what the registry ends up with.
+      for (let i = 1; i <= 50; i++) {
+        current = capacity(
+          report(),
+          4096 - 64 * i,
+          Array.from({ length: i }, (_, k) => `vm${k}`),
+        );
+        r.changed();
+      }
+      await until(async () => (await free()).resources.memoryMiB === 4096 - 64 * 50);
+      expect((await free()).unikernels).toHaveLength(50);
+      // One write for the whole burst (the first change after the report waits out the interval).
+      expect(r.capacityWrites).toBe(1);
+      expect(performance.now() - began).toBeGreaterThanOrEqual(150);
+      current = capacity(report(), 1024, ['vm0']);
+      r.changed();
+      r.changed();
+      await until(async () => (await free()).resources.memoryMiB === 1024);
+      expect(r.capacityWrites).toBe(2);
+      expect(probes).toBe(1);
+    } finally {
+      await r.stop();
+    }
   });
 
   it('a probe that fails withdraws the report instead of leaving the old one', async () => {
@@ -83,6 +155,7 @@ describeWithPostgres('fleet reporter', (pg) => {
         if (fail) throw new Error('cannot open /dev/kvm');
         return report();
       },
+      runtimes: ['hvt'],
     });
     try {
       expect((await r.start()).ok).toBe(true);
@@ -104,10 +177,12 @@ describeWithPostgres('fleet reporter', (pg) => {
           return { ok: false, error: { code: 'E_FLEET_DB', message: 'connection refused' } };
         },
         withdraw: async () => ({ ok: true, value: undefined }),
+        updateCapacity: async () => ({ ok: true, value: false }),
       },
       nodeId: 'lonely',
       address: 'lonely:1025',
       probe: async () => report(),
+      runtimes: ['hvt'],
       heartbeatMs: 20,
     });
     expect(await r.start()).toMatchObject({ ok: false, error: { code: 'E_FLEET_DB' } });
@@ -118,7 +193,15 @@ describeWithPostgres('fleet reporter', (pg) => {
 
 it('checks the node id, address and heartbeat it is given', () => {
   const done = async () => ({ ok: true as const, value: undefined });
-  const base = { registry: { report: done, withdraw: done }, probe: async () => report() };
+  const base = {
+    registry: {
+      report: done,
+      withdraw: done,
+      updateCapacity: async () => ({ ok: true as const, value: true }),
+    },
+    probe: async () => report(),
+    runtimes: ['hvt' as const],
+  };
   expect(createReporter({ ...base, nodeId: 'gw-04', address: '10.0.0.4:1025' }).ok).toBe(true);
   expect(createReporter({ ...base, nodeId: 'GW 04', address: '10.0.0.4:1025' })).toMatchObject({
     ok: false,
@@ -130,4 +213,5 @@ it('checks the node id, address and heartbeat it is given', () => {
   });
   expect(createReporter({ ...base, nodeId: 'gw', address: 'h:70000' }).ok).toBe(false);
   expect(createReporter({ ...base, nodeId: 'gw', address: 'h:1', heartbeatMs: 0 }).ok).toBe(false);
+  expect(createReporter({ ...base, nodeId: 'gw', address: 'h:1', changeIntervalMs: -1 }).ok).toBe(false);
 });

@@ -1,16 +1,54 @@
 // `petrel fleet create`'s last step: create the unikernel on the node placement chose, over
-// mutual TLS with the caller's delegation (src/tls/client.ts), exactly as `petrel create --remote`.
+// mutual TLS with the caller's delegation (src/tls/client.ts), exactly as `petrel create --remote`;
+// and the name the node will know it by (the delegation's path before a bare label).
 
+import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { parseNodeAddress } from '../../fleet/node.js';
-import { err, ok } from '../../resources/errors.js';
-import { parseName } from '../../resources/name.js';
+import { err, ok, type Result } from '../../resources/errors.js';
+import { childName, parseName, printName } from '../../resources/name.js';
 import { solo5Config } from '../../wire/shapes.js';
 import type { RemoteCreateRequest, RemoteCreator } from '../commands/fleet.js';
 import { parseNet } from './config.js';
 import { Stop } from './shell.js';
 
+/**
+ * The endpoint puts the delegation's path before a bare label (src/tls/client.ts 2.), so `web`
+ * with alice's delegation is `alice:web` on the node; a name with a path is the full name already.
+ */
+async function nameOnNode(name: string, cert: string | undefined): Promise<Result<string>> {
+  const parsed = parseName(name);
+  if (!parsed.ok) return parsed;
+  const { label } = parsed.value;
+  if (parsed.value.path.length > 0 || cert === undefined || label === null)
+    return ok(printName(parsed.value));
+  let bytes: Uint8Array;
+  try {
+    bytes = await readFile(cert);
+  } catch (e) {
+    return err(
+      'E_FLEET_TLS',
+      `cannot read --tls-cert ${cert}: ${e instanceof Error ? e.message : String(e)}`,
+    );
+  }
+  const [{ decodeDer, parseCertificate }, { delegationOf }] = await Promise.all([
+    import('../../tls/certs.js'),
+    import('../../tls/identity.js'),
+  ]);
+  const chain = [];
+  for (const der of decodeDer(bytes)) {
+    const cert = parseCertificate(der);
+    if (!cert.ok) return err('E_FLEET_TLS', `--tls-cert: ${cert.error.message}`);
+    chain.push(cert.value);
+  }
+  const delegation = delegationOf(chain);
+  if (!delegation.ok) return err('E_FLEET_TLS', `--tls-cert: ${delegation.error.message}`);
+  return ok(printName(childName(delegation.value.path, label)));
+}
+
 export const tlsCreator: RemoteCreator = {
+  nameOnNode: (name, tls) => nameOnNode(name, tls.cert),
+
   async create(request: RemoteCreateRequest) {
     const { ca, cert, key } = request.tls;
     if (ca === undefined || cert === undefined || key === undefined) {
@@ -52,8 +90,7 @@ export const tlsCreator: RemoteCreator = {
       }),
     });
     if (!answer.ok) return answer;
-    if (answer.value.kind === 'failure')
-      return err('E_FLEET_REFUSED', `${request.node}: ${answer.value.message}`);
+    if (answer.value.kind === 'failure') return err('E_FLEET_REFUSED', answer.value.message);
     const reply = answer.value.reply.type === 'string' ? answer.value.reply.text : answer.value.reply.type;
     // The delegation's file is named after its path (`petrel ca delegate alice` writes alice.pem).
     return ok({ by: path.basename(cert, '.pem'), reply });

@@ -4,7 +4,7 @@
 import { parseArgs } from 'node:util';
 import type pg from 'pg';
 import { openDb } from '../../fleet/db.js';
-import { formatNodes, formatVerdicts, nodesJson } from '../../fleet/format.js';
+import { formatNodes, formatVerdicts, nodesJson, verdictsJson } from '../../fleet/format.js';
 import { loadMigrations, migrate } from '../../fleet/migrate.js';
 import { parseNodeId } from '../../fleet/node.js';
 import {
@@ -17,7 +17,7 @@ import {
   type Requirements,
 } from '../../fleet/placement.js';
 import { Registry } from '../../fleet/registry.js';
-import type { PetrelError, Result } from '../../resources/errors.js';
+import { err, type PetrelError, type Result } from '../../resources/errors.js';
 import { parseName } from '../../resources/name.js';
 import { readSolo5Notes, tenderKindOf } from '../../tender/elf.js';
 import { type CliCommand, type CliIo, EXIT } from '../command.js';
@@ -30,9 +30,12 @@ const USAGE = `usage:
                       [--tls-ca FILE --tls-cert FILE --tls-key FILE]
 
 migrate  applies the registry's schema migrations in order (a no-op when up to date)
-nodes    lists the registered nodes, their last report and whether they are fresh
-explain  shows, per node, why it can or cannot run the unikernel, and the node create would pick
-create   places the unikernel, creates it on the chosen node over mutual TLS, records the placement
+nodes    lists the registered nodes: the runtimes each serves (its --runtimes that its probe
+         found usable) beside the tenders the probe found, free capacity, live reservations
+explain  shows, per node, what it serves, its free capacity net of reservations, why it can or
+         cannot run the unikernel, and the node create would pick
+create   reserves room on the chosen node, creates the unikernel there over mutual TLS, records
+         the placement; a node that refuses is left out and the next qualifying node tried
 
 CREATE OPTIONS (the runtime and ABI version come from IMAGE's solo5 ABI note):
   --mem MIB          memory (default 32)
@@ -41,8 +44,14 @@ CREATE OPTIONS (the runtime and ABI version come from IMAGE's solo5 ABI note):
   --node ID          place only on this node, and only if it qualifies
   --fresh SECONDS    nodes seen longer ago do not qualify (default 30)
 
-Choice rule: among the nodes that qualify, the one with the most free memory; ties by node id.
-Exit status: 0 on success, 1 when no node qualifies or the registry fails, 2 on a usage error.
+A node qualifies when it was seen within --fresh, serves the image's runtime at its ABI version,
+has its bridges, and has the memory, a unikernel slot and the CPUs free, net of the reservations
+of placements it has not reported yet (a reservation ends when the node reports the unikernel,
+when the create fails, or after 2 minutes).
+Choice rule: the most free memory after the placement; ties by a hash of NAME and the node id, so
+equal nodes take turns. With --node, only that node, never another.
+Exit status: 0 on success, 1 when no node qualifies, every node tried refused, or the registry
+fails, 2 on a usage error.
 `;
 
 const OPTIONS = {
@@ -80,11 +89,17 @@ export interface RemoteCreateRequest {
 /** Creates a unikernel on a remote node over mutual TLS; `by` names the client (for the audit). */
 export interface RemoteCreator {
   create(request: RemoteCreateRequest): Promise<Result<{ readonly by: string; readonly reply: string }>>;
+  /** The name the node will list the unikernel under (default: NAME as given). */
+  nameOnNode?(name: string, tls: RemoteCreateRequest['tls']): Promise<Result<string>>;
 }
 
 /** Creates over mutual TLS with the caller's delegation (src/cli/client/remote-create.ts). */
 const tlsCreator: RemoteCreator = {
   create: async (request) => (await import('../client/remote-create.js')).tlsCreator.create(request),
+  nameOnNode: async (name, tls) => {
+    const { tlsCreator: creator } = await import('../client/remote-create.js');
+    return creator.nameOnNode?.(name, tls) ?? { ok: true, value: name };
+  },
 };
 
 export function makeFleetCommand(creator: RemoteCreator): CliCommand {
@@ -159,9 +174,11 @@ async function runMigrate(io: CliIo, pool: pg.Pool): Promise<number> {
 async function runNodes(io: CliIo, registry: Registry, json: boolean, freshMs: number): Promise<number> {
   const snapshot = await registry.nodes();
   if (!snapshot.ok) return failure(io, snapshot.error);
+  const reservations = await registry.reservations();
+  if (!reservations.ok) return failure(io, reservations.error);
   io.stdout(
     json
-      ? `${JSON.stringify(nodesJson(snapshot.value, freshMs), null, 2)}\n`
+      ? `${JSON.stringify(nodesJson(snapshot.value, freshMs, reservations.value), null, 2)}\n`
       : formatNodes(snapshot.value, freshMs),
   );
   return EXIT.OK;
@@ -231,14 +248,22 @@ async function runExplain(
   const snapshot = await registry.nodes();
   if (!snapshot.ok) return failure(io, snapshot.error);
   const { now, nodes } = snapshot.value;
-  const options = values.node === undefined ? { now, freshMs } : { now, freshMs, node: values.node };
+  const options = {
+    now,
+    freshMs,
+    vm: workload.name,
+    ...(values.node === undefined ? {} : { node: values.node }),
+  };
   const verdicts = explain(nodes, workload.requirements, options);
   const placed = place(nodes, workload.requirements, options);
   if (values.json === true) {
     const outcome = placed.ok ? { placed: placed.value } : { error: placed.error };
-    io.stdout(
-      `${JSON.stringify({ name: workload.name, requirements: workload.requirements, verdicts, ...outcome }, null, 2)}\n`,
-    );
+    const document = {
+      name: workload.name,
+      requirements: workload.requirements,
+      verdicts: verdictsJson(verdicts),
+    };
+    io.stdout(`${JSON.stringify({ ...document, ...outcome }, null, 2)}\n`);
   } else {
     io.stdout(`${workload.name}: ${describeRequirements(workload.requirements)}\n`);
     io.stdout(formatVerdicts(verdicts));
@@ -252,10 +277,14 @@ async function runExplain(
 }
 
 function describeChoice(p: Placement, requested: string | undefined): string {
-  const why = requested === undefined ? 'most free memory, ties by id' : 'requested with --node';
-  return `${p.node} (${p.address}), free ${p.free.memoryMiB} MiB (${why})`;
+  const why = requested === undefined ? 'most free memory after the placement' : 'requested with --node';
+  return `${p.node} (${p.address}), ${p.memoryAfterMiB} MiB free after it (${why})`;
 }
 
+/**
+ * Reserve, create, and on a refusal release and try the next qualifying node (never with
+ * --node), until one node creates it or none is left; each refusal is named in the outcome.
+ */
 async function runCreate(
   io: CliIo,
   registry: Registry,
@@ -264,36 +293,78 @@ async function runCreate(
   values: Values,
   freshMs: number,
 ): Promise<number> {
-  const placed = await registry.place(
-    workload.requirements,
-    values.node === undefined ? { freshMs } : { freshMs, node: values.node },
-  );
-  if (!placed.ok) return failure(io, placed.error);
-  const { node, address } = placed.value;
   const tls = {
     ...(values['tls-ca'] === undefined ? {} : { ca: values['tls-ca'] }),
     ...(values['tls-cert'] === undefined ? {} : { cert: values['tls-cert'] }),
     ...(values['tls-key'] === undefined ? {} : { key: values['tls-key'] }),
   };
-  const created = await creator.create({
-    node,
-    address,
-    name: workload.name,
-    image: workload.image,
-    memoryMiB: workload.requirements.memoryMiB,
-    cpus: workload.requirements.cpus,
-    nets: values.net ?? [],
-    args: values.arg ?? [],
-    tls,
-  });
-  if (!created.ok) return failure(io, created.error);
-  const recorded = await registry.recordPlacement(workload.name, node, created.value.by);
-  if (!recorded.ok) {
-    io.stderr(`petrel fleet: ${workload.name} was created on ${node}, but recording the placement failed\n`);
-    return failure(io, recorded.error);
+  const named = (await creator.nameOnNode?.(workload.name, tls)) ?? {
+    ok: true as const,
+    value: workload.name,
+  };
+  if (!named.ok) return failure(io, named.error);
+  const vm = named.value;
+  const refused = new Map<string, string>();
+  for (;;) {
+    const placed = await registry.reserve(workload.requirements, {
+      freshMs,
+      vm,
+      refused,
+      ...(values.node === undefined ? {} : { node: values.node }),
+    });
+    if (!placed.ok) {
+      if (refused.size === 0 || placed.error.code !== 'E_FLEET_NO_CAPABLE_NODE')
+        return failure(io, placed.error);
+      const tried = [...refused.keys()].join(', ');
+      return failure(
+        io,
+        err(
+          'E_FLEET_CREATE_FAILED',
+          `${vm} was not created: ${tried} refused it and no other node qualifies; ${placed.error.message}`,
+          { refused: Object.fromEntries(refused) },
+        ).error,
+      );
+    }
+    const { node, address, reservation } = placed.value;
+    const created = await creator.create({
+      node,
+      address,
+      name: workload.name,
+      image: workload.image,
+      memoryMiB: workload.requirements.memoryMiB,
+      cpus: workload.requirements.cpus,
+      nets: values.net ?? [],
+      args: values.arg ?? [],
+      tls,
+    });
+    if (!created.ok) {
+      // The room was not taken: give it back now rather than when the reservation expires.
+      const released = await registry.release(reservation);
+      if (!released.ok) io.stderr(`petrel fleet: ${released.error.message} (it expires by itself)\n`);
+      // A problem of our own (no delegation) is the same on every node: stop here.
+      if (created.error.code === 'E_FLEET_TLS') return failure(io, created.error);
+      refused.set(node, created.error.message);
+      if (values.node !== undefined) {
+        return failure(
+          io,
+          err(
+            'E_FLEET_CREATE_FAILED',
+            `${vm} was not created: ${node} (requested with --node) refused it: ${created.error.message}`,
+            { refused: Object.fromEntries(refused) },
+          ).error,
+        );
+      }
+      continue;
+    }
+    const recorded = await registry.recordPlacement(vm, node, created.value.by);
+    if (!recorded.ok) {
+      io.stderr(`petrel fleet: ${vm} was created on ${node}, but recording the placement failed\n`);
+      return failure(io, recorded.error);
+    }
+    const after = [...refused].map(([n, why]) => `  ${n} refused it first: ${why}\n`).join('');
+    io.stdout(
+      `${created.value.reply}\n${vm} placed on ${describeChoice(placed.value, values.node)}\n${after}`,
+    );
+    return EXIT.OK;
   }
-  io.stdout(
-    `${created.value.reply}\n${workload.name} placed on ${describeChoice(placed.value, values.node)}\n`,
-  );
-  return EXIT.OK;
 }
