@@ -9,9 +9,11 @@
 //   1. reserve() decides and inserts the reservation in ONE transaction holding an advisory
 //      lock, so concurrent placements decide one after another, each seeing the reservations of
 //      those before it: two placements never both take the last room on a node.
-//   2. A reservation counts while it has not expired AND its unikernel is not listed in the
-//      node's report; a report that lists it deletes it in the same statement that writes the
-//      report. Either the report's free figures or the reservation count it, never both.
+//   2. A reservation counts until it expires or a report lists its unikernel: that report
+//      deletes it in the same statement that writes the new free figures, and reserve() makes
+//      none for a unikernel its node lists already. Either the report's free figures or the
+//      reservation count a unikernel, never both. (A reservation is committed before the create
+//      is sent, so it exists before any report can list its unikernel.)
 //   3. A create that fails releases its reservation at once; one whose creator died expires.
 
 import type pg from 'pg';
@@ -69,6 +71,7 @@ export interface ReservationRecord {
 
 /** A placement and the reservation that holds its room until the node reports the unikernel. */
 export interface Reservation extends Placement {
+  /** Its id; '' when none was needed (the node already reports the unikernel). */
   readonly reservation: string;
 }
 
@@ -97,12 +100,11 @@ const quantity = (key: string) =>
 const AVAILABLE_MEMORY = `(${quantity('memoryMiB')} - coalesce(held.memory, 0))`;
 const AVAILABLE_VMS = `(${quantity('vms')} - coalesce(held.vms, 0))`;
 
-/** Live reservations per node: not expired, and their unikernel not yet in the node's report. */
+/** Live (unexpired) reservations per node. A report that lists a reservation's unikernel
+ * deletes it, and none is made for a unikernel its node lists already: see 2. above. */
 const HELD = `held AS (
-  SELECT r.node, sum(r.memory_mib)::bigint AS memory, count(*)::bigint AS vms
-  FROM reservations r JOIN nodes h ON h.id = r.node
-  WHERE r.expires_at > now() AND r.vm <> ALL (h.unikernels)
-  GROUP BY r.node
+  SELECT node, sum(memory_mib)::bigint AS memory, count(*)::bigint AS vms
+  FROM reservations WHERE expires_at > now() GROUP BY node
 )`;
 
 const NODE_COLUMNS = `n.id, n.address, n.last_seen, n.capabilities, n.resources, n.spread,
@@ -279,21 +281,25 @@ export class Registry {
     }
     let broken: Error | undefined;
     try {
-      await client.query('BEGIN');
-      await client.query('SELECT pg_advisory_xact_lock($1)', [PLACEMENT_LOCK.toString()]);
-      await client.query('DELETE FROM reservations WHERE expires_at <= now()');
+      // One round trip: begin, wait for the placements before this one, drop what expired.
+      await client.query(
+        `BEGIN; SELECT pg_advisory_xact_lock(${PLACEMENT_LOCK}); DELETE FROM reservations WHERE expires_at <= now()`,
+      );
       const decided = await decide(client, req, options);
       if (!decided.ok) {
         await client.query('ROLLBACK');
         return decided;
       }
+      // Nothing to hold for a unikernel the node reports already (its create will be refused).
       const inserted = await client.query<{ id: string }>(
         `INSERT INTO reservations (node, vm, memory_mib, expires_at)
-         VALUES ($1, $2, $3, now() + $4::double precision * interval '1 millisecond') RETURNING id`,
+         SELECT $1, $2, $3, now() + $4::double precision * interval '1 millisecond'
+         WHERE NOT EXISTS (SELECT 1 FROM nodes WHERE id = $1 AND $2 = ANY (unikernels))
+         RETURNING id`,
         [decided.value.node, options.vm ?? '', req.memoryMiB, this.#reservationMs],
       );
       await client.query('COMMIT');
-      return ok({ ...decided.value, reservation: String(inserted.rows[0]?.id) });
+      return ok({ ...decided.value, reservation: String(inserted.rows[0]?.id ?? '') });
     } catch (e) {
       await client.query('ROLLBACK').catch((rollback: unknown) => {
         // A connection that cannot even roll back is not given back to the pool.
@@ -305,8 +311,10 @@ export class Registry {
     }
   }
 
-  /** Ends a reservation whose create failed (a no-op when it has ended already). */
+  /** Ends a reservation whose create failed (a no-op when it has ended already, or when none was
+   * made: reservation ''). */
   async release(reservation: string): Promise<Result<void, DbError>> {
+    if (reservation === '') return ok(undefined);
     try {
       await this.#db.query('DELETE FROM reservations WHERE id = $1', [reservation]);
       return ok(undefined);
@@ -315,7 +323,8 @@ export class Registry {
     }
   }
 
-  /** Live reservations (not expired, not yet reported), oldest first; only `node`'s when given. */
+  /** Live reservations (not expired; a report listing the unikernel has deleted it), oldest
+   * first; only `node`'s when given. */
   async reservations(node?: string): Promise<Result<ReservationRecord[], DbError>> {
     try {
       const result = await this.#db.query<{
@@ -326,10 +335,8 @@ export class Registry {
         at: Date;
         expires_at: Date;
       }>(
-        `SELECT r.id, r.node, r.vm, r.memory_mib, r.at, r.expires_at
-         FROM reservations r JOIN nodes h ON h.id = r.node
-         WHERE r.expires_at > now() AND r.vm <> ALL (h.unikernels) AND ($1::text IS NULL OR r.node = $1)
-         ORDER BY r.id`,
+        `SELECT id, node, vm, memory_mib, at, expires_at FROM reservations
+         WHERE expires_at > now() AND ($1::text IS NULL OR node = $1) ORDER BY id`,
         [node ?? null],
       );
       return ok(
