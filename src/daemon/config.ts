@@ -300,7 +300,7 @@ export const CONFIG_FIELDS: { readonly [K in ConfigKey]: ConfigField<PetrelConfi
     arg: 'MIB',
     defaultValue: null,
     defaultText: "the host's memory",
-    help: "memory (MiB) this node offers unikernels, at most the host's: its root policy and its fleet report say this much, so a host can keep memory for itself or several nodes share one machine",
+    help: "memory (MiB) the root policy offers unikernels, at most the host's (keep some for the host, or run several nodes on one machine); the fleet report says the same",
     parse: optional(integer(1, INT32_MAX)),
   }),
   metricsListen: field({

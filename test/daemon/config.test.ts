@@ -334,6 +334,7 @@ describe('help', () => {
       'node-address',
       'fleet-heartbeat',
       'fleet-fresh',
+      'offer-memory',
       'log-level',
     ]) {
       expect(help).toContain(`  --${flag} `);

@@ -39,7 +39,7 @@ create   reserves room on the chosen node, creates the unikernel there over mutu
 
 CREATE OPTIONS (the runtime and ABI version come from IMAGE's solo5 ABI note):
   --mem MIB          memory (default 32)
-  --cpus N           CPUs the unikernel needs free on the node (default 1)
+  --cpus N           vCPUs (default 1); the node must offer that many CPU ids (pins, not used up)
   --net [NETIF:]BRIDGE[@MAC]   a network on BRIDGE (repeatable); the node must have BRIDGE up
   --node ID          place only on this node, and only if it qualifies
   --fresh SECONDS    nodes seen longer ago do not qualify (default 30)
