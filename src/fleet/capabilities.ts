@@ -82,12 +82,7 @@ export interface NodeCapacity {
 }
 
 /** The `capabilities` column: the probe's findings without quantities, and what is served. */
-export interface StoredCapabilities {
-  readonly kvm: boolean;
-  readonly tenders: readonly TenderCapability[];
-  readonly tun: boolean;
-  readonly bridges: readonly BridgeCapability[];
-  readonly netAdmin: boolean;
+export interface StoredCapabilities extends Omit<CapabilityReport, 'cpus' | 'memoryMiB' | 'blockStorageMiB'> {
   /** `--runtimes` as configured; null when the row says nothing about it (an empty report). */
   readonly runtimes: readonly TenderKind[] | null;
   /** The configured runtimes the probe found usable, with the ABI versions of their tenders. */

@@ -1,8 +1,8 @@
-// The connection to the fleet registry (a PostgreSQL URL) and the one error every database
-// failure becomes, with a hint when the schema is missing.
+// The connection to the fleet registry (a PostgreSQL URL), transactions on it, and the one error
+// every database failure becomes, with a hint when the schema is missing.
 
 import pg from 'pg';
-import type { PetrelError } from '../resources/errors.js';
+import type { PetrelError, Result } from '../resources/errors.js';
 
 /** What registry code needs of a connection: a pg.Pool, a pg.Client or a checked-out client. */
 export interface Queryable {
@@ -46,4 +46,38 @@ export function dbError(e: unknown, doing: string): DbError {
     message: `fleet registry: ${doing}: ${message}${hint}`,
     details: code === undefined ? { doing } : { doing, sqlstate: code },
   };
+}
+
+/**
+ * Runs `body` in one transaction on a connection of its own: committed when it returns ok,
+ * rolled back when it returns an error or throws (what it threw becomes a DbError about
+ * `doing`). `begin` may carry more statements to run in the same round trip as BEGIN.
+ */
+export async function inTransaction<T, E extends PetrelError>(
+  pool: { connect(): Promise<pg.PoolClient> },
+  doing: string,
+  body: (client: pg.PoolClient) => Promise<Result<T, E>>,
+  begin = 'BEGIN',
+): Promise<Result<T, E | DbError>> {
+  let client: pg.PoolClient;
+  try {
+    client = await pool.connect();
+  } catch (e) {
+    return { ok: false, error: dbError(e, 'connecting') };
+  }
+  let broken: Error | undefined;
+  try {
+    await client.query(begin);
+    const outcome = await body(client);
+    await client.query(outcome.ok ? 'COMMIT' : 'ROLLBACK');
+    return outcome;
+  } catch (e) {
+    await client.query('ROLLBACK').catch((rollback: unknown) => {
+      // A connection that cannot even roll back is not given back to the pool.
+      broken = rollback instanceof Error ? rollback : new Error(String(rollback));
+    });
+    return { ok: false, error: dbError(e, doing) };
+  } finally {
+    client.release(broken);
+  }
 }

@@ -13,7 +13,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type pg from 'pg';
 import { err, ok, type PetrelError, type Result } from '../resources/errors.js';
-import { dbError } from './db.js';
+import { inTransaction } from './db.js';
 
 export interface Migration {
   readonly version: number;
@@ -93,27 +93,7 @@ export async function migrate(
   pool: pg.Pool,
   migrations: readonly Migration[],
 ): Promise<Result<MigrationOutcome, MigrationError>> {
-  let client: pg.PoolClient;
-  try {
-    client = await pool.connect();
-  } catch (e) {
-    return { ok: false, error: dbError(e, 'connecting') };
-  }
-  let broken: Error | undefined;
-  try {
-    await client.query('BEGIN');
-    const outcome = await applyPending(client, migrations);
-    await client.query(outcome.ok ? 'COMMIT' : 'ROLLBACK');
-    return outcome;
-  } catch (e) {
-    await client.query('ROLLBACK').catch((rollback: unknown) => {
-      // A connection that cannot even roll back is not given back to the pool.
-      broken = rollback instanceof Error ? rollback : new Error(String(rollback));
-    });
-    return { ok: false, error: dbError(e, 'migrating') };
-  } finally {
-    client.release(broken);
-  }
+  return inTransaction(pool, 'migrating', (client) => applyPending(client, migrations));
 }
 
 async function applyPending(

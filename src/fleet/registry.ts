@@ -30,7 +30,7 @@ import {
   storedResources,
   wholeHost,
 } from './capabilities.js';
-import { type DbError, dbError, type Queryable } from './db.js';
+import { type DbError, dbError, inTransaction, type Queryable } from './db.js';
 import {
   containmentFor,
   type NodeRow,
@@ -273,42 +273,26 @@ export class Registry {
     req: Requirements,
     options: PlaceOptions,
   ): Promise<Result<Reservation, PlacementError | DbError>> {
-    let client: pg.PoolClient;
-    try {
-      client = await this.#db.connect();
-    } catch (e) {
-      return { ok: false, error: dbError(e, 'connecting') };
-    }
-    let broken: Error | undefined;
-    try {
-      // One round trip: begin, wait for the placements before this one, drop what expired.
-      await client.query(
-        `BEGIN; SELECT pg_advisory_xact_lock(${PLACEMENT_LOCK}); DELETE FROM reservations WHERE expires_at <= now()`,
-      );
-      const decided = await decide(client, req, options);
-      if (!decided.ok) {
-        await client.query('ROLLBACK');
-        return decided;
-      }
-      // Nothing to hold for a unikernel the node reports already (its create will be refused).
-      const inserted = await client.query<{ id: string }>(
-        `INSERT INTO reservations (node, vm, memory_mib, expires_at)
-         SELECT $1, $2, $3, now() + $4::double precision * interval '1 millisecond'
-         WHERE NOT EXISTS (SELECT 1 FROM nodes WHERE id = $1 AND $2 = ANY (unikernels))
-         RETURNING id`,
-        [decided.value.node, options.vm ?? '', req.memoryMiB, this.#reservationMs],
-      );
-      await client.query('COMMIT');
-      return ok({ ...decided.value, reservation: String(inserted.rows[0]?.id ?? '') });
-    } catch (e) {
-      await client.query('ROLLBACK').catch((rollback: unknown) => {
-        // A connection that cannot even roll back is not given back to the pool.
-        broken = rollback instanceof Error ? rollback : new Error(String(rollback));
-      });
-      return { ok: false, error: dbError(e, 'reserving a node') };
-    } finally {
-      client.release(broken);
-    }
+    // One round trip: begin, wait for the placements before this one, drop what expired.
+    const begin = `BEGIN; SELECT pg_advisory_xact_lock(${PLACEMENT_LOCK}); DELETE FROM reservations WHERE expires_at <= now()`;
+    return inTransaction(
+      this.#db,
+      'reserving a node',
+      async (client): Promise<Result<Reservation, PlacementError | DbError>> => {
+        const decided = await decide(client, req, options);
+        if (!decided.ok) return decided;
+        // Nothing to hold for a unikernel the node reports already (its create will be refused).
+        const inserted = await client.query<{ id: string }>(
+          `INSERT INTO reservations (node, vm, memory_mib, expires_at)
+           SELECT $1, $2, $3, now() + $4::double precision * interval '1 millisecond'
+           WHERE NOT EXISTS (SELECT 1 FROM nodes WHERE id = $1 AND $2 = ANY (unikernels))
+           RETURNING id`,
+          [decided.value.node, options.vm ?? '', req.memoryMiB, this.#reservationMs],
+        );
+        return ok({ ...decided.value, reservation: String(inserted.rows[0]?.id ?? '') });
+      },
+      begin,
+    );
   }
 
   /** Ends a reservation whose create failed (a no-op when it has ended already, or when none was

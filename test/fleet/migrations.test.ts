@@ -49,25 +49,16 @@ describeWithPostgres('fleet migrations', (pg) => {
       `SELECT indexdef FROM pg_indexes WHERE schemaname = current_schema() AND tablename = 'nodes' AND indexdef LIKE '%gin%'`,
     );
     expect(gin.rows[0]?.indexdef).toMatch(/USING gin \(capabilities jsonb_path_ops\)/);
-    const placements = await pool.query(
-      `SELECT column_name FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = 'placements' ORDER BY ordinal_position`,
-    );
-    expect(placements.rows.map((r) => r.column_name)).toEqual(['id', 'vm', 'node', 'at', 'by']);
-    const reservations = await pool.query(
-      `SELECT column_name FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = 'reservations' ORDER BY ordinal_position`,
-    );
-    expect(reservations.rows.map((r) => r.column_name)).toEqual([
-      'id',
-      'node',
-      'vm',
-      'memory_mib',
-      'at',
-      'expires_at',
-    ]);
-    const nodeColumns = await pool.query(
-      `SELECT column_name FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = 'nodes' ORDER BY ordinal_position`,
-    );
-    expect(nodeColumns.rows.map((r) => r.column_name)).toEqual([
+    const columns = async (table: string) =>
+      (
+        await pool.query(
+          `SELECT column_name FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = $1 ORDER BY ordinal_position`,
+          [table],
+        )
+      ).rows.map((r) => r.column_name);
+    expect(await columns('placements')).toEqual(['id', 'vm', 'node', 'at', 'by']);
+    expect(await columns('reservations')).toEqual(['id', 'node', 'vm', 'memory_mib', 'at', 'expires_at']);
+    expect(await columns('nodes')).toEqual([
       'id',
       'address',
       'last_seen',

@@ -1,5 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { parseNodeReport, readCapabilities, servedRuntimes } from '../../src/fleet/capabilities.js';
+import {
+  NO_CAPABILITIES,
+  parseNodeReport,
+  readCapabilities,
+  servedRuntimes,
+} from '../../src/fleet/capabilities.js';
 import {
   containmentFor,
   explain,
@@ -132,15 +137,8 @@ describe('placement predicates', () => {
       tenders: [{ kind: 'hvt', abi: '2' }],
       bridges: ['service'],
     });
-    expect(caps).toEqual({
-      kvm: false,
-      tenders: [],
-      tun: false,
-      bridges: [],
-      netAdmin: false,
-      runtimes: null,
-      serves: [],
-    });
+    expect(caps).toEqual(NO_CAPABILITIES);
+    expect(NO_CAPABILITIES).toMatchObject({ kvm: false, tenders: [], runtimes: null, serves: [] });
     expect(readCapabilities({ runtimes: ['hvt', 'kvm'], serves: [{ kind: 'hvt', abi: '2' }] })).toMatchObject(
       {
         runtimes: ['hvt'],

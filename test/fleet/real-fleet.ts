@@ -54,6 +54,10 @@ export interface RealFleet {
   reported(): Promise<Record<string, string[]>>;
   /** Waits until the registry satisfies `condition` (reports arrive within a fraction of a second). */
   until(condition: () => Promise<boolean>, what: string, timeoutMs?: number): Promise<void>;
+  /** Waits until the nodes' reports list all of `names`. */
+  untilReported(names: readonly string[]): Promise<void>;
+  /** Waits until no reservation is left (each unikernel counted once, in its node's report). */
+  untilNoReservation(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -187,6 +191,19 @@ export async function realFleet(
         await new Promise((r) => setTimeout(r, 25));
       }
     },
+    untilReported: (names) =>
+      fleet.until(
+        async () => {
+          const listed = Object.values(await fleet.reported()).flat();
+          return names.every((n) => listed.includes(n));
+        },
+        `the nodes report ${names.join(', ')}`,
+      ),
+    untilNoReservation: () =>
+      fleet.until(async () => {
+        const held = await fleet.registry.reservations();
+        return held.ok && held.value.length === 0;
+      }, 'every reservation ends'),
     close,
   };
   return fleet;

@@ -50,12 +50,7 @@ describeWithPostgres('placement on served runtimes, real nodes', (pg) => {
         expect(spt.out).toContain(`${sptNames[i]} placed on spt-node (`);
       }
       // The nodes' own reports (written after each change) say where each really runs.
-      await fleet.until(
-        async () =>
-          (await fleet.reported())['hvt-node']?.length === 3 &&
-          (await fleet.reported())['spt-node']?.length === 3,
-        'both nodes report three unikernels',
-      );
+      await fleet.untilReported([...hvtNames, ...sptNames]);
       const reported = await fleet.reported();
       expect(reported).toEqual({ 'hvt-node': hvtNames, 'none-node': [], 'spt-node': sptNames });
       expect(countsOf(reported, [...hvtNames, ...sptNames])).toEqual({
@@ -64,10 +59,7 @@ describeWithPostgres('placement on served runtimes, real nodes', (pg) => {
         'spt-node': 3,
       });
       // Landed: every reservation ended when its node reported the unikernel.
-      await fleet.until(async () => {
-        const held = await fleet.registry.reservations();
-        return held.ok && held.value.length === 0;
-      }, 'reservations end');
+      await fleet.untilNoReservation();
 
       // explain says why for each node.
       const explained = await fleet.fleet(['explain', 'alice:h4', canaryImage, '--mem', '16']);

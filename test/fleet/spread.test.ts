@@ -46,17 +46,11 @@ describeWithPostgres('spread and capacity, real nodes', (pg) => {
         expect(made.code, made.err).toBe(0);
         expect(made.out).not.toContain('refused it first');
       }
-      await fleet.until(
-        async () => Object.values(countsOf(await fleet.reported(), six)).reduce((x, y) => x + y, 0) === 6,
-        'both nodes report the six',
-      );
+      await fleet.untilReported(six);
       expect(countsOf(await fleet.reported(), six)).toEqual({ a: 3, b: 3 });
       // Reported free memory is the root policy (--offer-memory) minus what runs.
       expect(await freeMemory(fleet)).toEqual({ a: OFFER - 3 * MEM, b: OFFER - 3 * MEM });
-      await fleet.until(async () => {
-        const held = await fleet.registry.reservations();
-        return held.ok && held.value.length === 0;
-      }, 'reservations end');
+      await fleet.untilNoReservation();
     } finally {
       await fleet.close();
     }
@@ -82,10 +76,7 @@ describeWithPostgres('spread and capacity, real nodes', (pg) => {
         expect(o.out).not.toContain('refused it first');
       }
       const landed = outcomes.map((o) => /placed on (\w+) \(/u.exec(o.out)?.[1]);
-      await fleet.until(
-        async () => Object.values(countsOf(await fleet.reported(), twenty)).reduce((x, y) => x + y, 0) === 20,
-        'both nodes report the twenty',
-      );
+      await fleet.untilReported(twenty);
       const counts = countsOf(await fleet.reported(), twenty);
       // The replies say where each landed, and the nodes agree.
       expect(counts).toEqual({
@@ -100,10 +91,7 @@ describeWithPostgres('spread and capacity, real nodes', (pg) => {
         expect(free[id]).toBe((room[id] - (counts[id] ?? 0)) * MEM);
       }
       // Every reservation ended: each unikernel is counted once, in its node's report.
-      await fleet.until(async () => {
-        const held = await fleet.registry.reservations();
-        return held.ok && held.value.length === 0;
-      }, 'reservations end');
+      await fleet.untilNoReservation();
     } finally {
       await fleet.close();
     }
