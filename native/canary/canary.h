@@ -94,6 +94,7 @@ _Noreturn void mode_hello(int argc, char **argv);
 _Noreturn void mode_exit(int argc, char **argv);
 _Noreturn void mode_wait(int argc, char **argv);
 _Noreturn void mode_sleep(int argc, char **argv);
+_Noreturn void mode_count(int argc, char **argv);
 _Noreturn void mode_flood(int argc, char **argv);
 _Noreturn void mode_blk(int argc, char **argv);
 _Noreturn void mode_net_send(int argc, char **argv);

@@ -9,6 +9,7 @@
 static const struct mode modes[] = {
     {"hello", mode_hello}, {"exit", mode_exit}, {"wait", mode_wait},         {"sleep", mode_sleep},
     {"flood", mode_flood}, {"blk", mode_blk},   {"net-send", mode_net_send}, {"net-echo", mode_net_echo},
+    {"count", mode_count},
 };
 
 _Noreturn void canary_main(const void *boot_arg);

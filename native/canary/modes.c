@@ -1,4 +1,4 @@
-/* modes.c: the small modes: hello, exit, wait, sleep, flood. Each ends
+/* modes.c: the small modes: hello, exit, wait, sleep, count, flood. Each ends
  * with HALT (or never ends), because returning would jump to address 0. */
 #include "canary.h"
 
@@ -37,6 +37,22 @@ void mode_sleep(int argc, char **argv)
         put_i(i);
         put_s("\n");
         flush();
+    }
+    halt(0);
+}
+
+/* A numbered line every MS milliseconds (default 100), N of them (0, the default: forever), so
+ * a test can tell whether a console lost a line, e.g. across daemon restarts. */
+void mode_count(int argc, char **argv)
+{
+    int64_t ms = int_arg(argc, argv, 1, 100);
+    int64_t n = int_arg(argc, argv, 2, 0);
+    for (int64_t i = 1; n == 0 || i <= n; i++) {
+        put_s("petrel-canary count ");
+        put_i(i);
+        put_s("\n");
+        flush();
+        sleep_ns((uint64_t)ms * 1000000ULL);
     }
     halt(0);
 }
