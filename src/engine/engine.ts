@@ -13,6 +13,7 @@ import { promisify } from 'node:util';
 import { deflate } from 'node:zlib';
 import PQueue from 'p-queue';
 import type { Logger } from 'pino';
+import { consoleFeed } from '../console/feed.js';
 import type { ConsoleHub } from '../console/hub.js';
 import { err, ok, type PetrelError, type Result } from '../resources/errors.js';
 import { type Name, type Path, printName, printPath } from '../resources/name.js';
@@ -24,6 +25,7 @@ import type { TenderExit } from '../tender/process.js';
 import { createConfig, infoReply, restartArguments, upgradeState } from '../wire/shapes.js';
 import { decodeState, encodeState } from '../wire/state.js';
 import type { Command, CurrentState, Data, InfoRelease, Reply, UnikernelConfig } from '../wire/types.js';
+import { type Adoptable, planAdoption } from './adopt.js';
 import { BlockCommands } from './blocks.js';
 import { publishCommand, publishRestart, publishStep } from './events.js';
 import type { EngineHost } from './host.js';
@@ -112,6 +114,8 @@ interface PendingRestart {
 
 export interface RestoreReport {
   readonly cleaned: readonly string[];
+  /** Running tenders of committed unikernels taken over from an earlier petreld. */
+  readonly adopted: readonly string[];
   readonly started: readonly string[];
   readonly failed: readonly { readonly name: string; readonly reason: string }[];
 }
@@ -472,6 +476,7 @@ export class Engine {
     supervised.vm.state = 'stopping';
     const exit = await supervised.vm.tender.stop(this.#stopTimeoutMs);
     await this.#release(supervised, exit);
+    supervised.vm.tender.forget();
     return exit;
   }
 
@@ -496,15 +501,49 @@ export class Engine {
     const fields = { name: printName(vm.name), pid: vm.tender.pid, exit: describeExit(exit) };
     if (this.#shuttingDown || vm.transient) {
       this.#log.info(fields, 'unikernel exited');
+      vm.tender.forget();
       return;
     }
+    if (exit.holderLost) {
+      // Not the guest's doing: the holder died and its tenders with it (Petrel (k)). Restored
+      // from the state, as the next start would, under a new holder.
+      this.#log.warn(fields, 'the holder ended and its tender with it; starting the unikernel again');
+      const again = await this.#start(vm.name, vm.config, false, false);
+      if (again.ok) again.value.history = supervised.history;
+      else {
+        this.#log.warn({ ...fields, reason: again.error.message }, 'restore failed; unikernel dropped');
+        await this.#persistLogged();
+      }
+      return;
+    }
+    await this.#decideAfterExit(vm.name, vm.config, exit, {
+      ranForMs: this.#now() - vm.tender.startedAt.getTime(),
+      history: supervised.history,
+      fields,
+    });
+    vm.tender.forget();
+  }
+
+  /** Restart on failure for an exit (§5.7, Petrel (d)): drop, retry without --name, or restart later. */
+  async #decideAfterExit(
+    name: VmName,
+    config: UnikernelConfig,
+    exit: TenderExit,
+    context: {
+      ranForMs: number;
+      history: RestartHistory;
+      fields: Record<string, unknown>;
+      elapsedMs?: number;
+    },
+  ): Promise<void> {
+    const { fields } = context;
     const decision = decideRestart({
       exit,
-      failBehaviour: vm.config.failBehaviour,
-      addName: vm.config.addName,
-      ranForMs: this.#now() - vm.tender.startedAt.getTime(),
+      failBehaviour: config.failBehaviour,
+      addName: config.addName,
+      ranForMs: context.ranForMs,
       now: this.#now(),
-      history: supervised.history,
+      history: context.history,
       options: this.#restart,
     });
     switch (decision.kind) {
@@ -514,7 +553,7 @@ export class Engine {
         return;
       case 'retry-without-name': {
         this.#log.info(fields, 'unikernel exited 64 with --name; starting it again without --name');
-        const again = await this.#start(vm.name, { ...vm.config, addName: false }, false);
+        const again = await this.#start(name, { ...config, addName: false }, false);
         if (!again.ok) {
           this.#log.warn({ ...fields, reason: again.error.message }, 'start without --name failed');
           await this.#persistLogged();
@@ -522,14 +561,16 @@ export class Engine {
         return;
       }
       case 'restart': {
-        const key = vmKey(vm.name);
-        this.#log.info({ ...fields, delayMs: decision.delayMs }, 'unikernel exited; restart scheduled');
-        publishRestart({ name: key, delayMs: decision.delayMs });
+        const key = vmKey(name);
+        // An exit while no petreld was attached: the back-off counts from the exit.
+        const delayMs = Math.max(0, decision.delayMs - (context.elapsedMs ?? 0));
+        this.#log.info({ ...fields, delayMs }, 'unikernel exited; restart scheduled');
+        publishRestart({ name: key, delayMs });
         const timer = setTimeout(() => {
           void this.#queue.add(() => this.#restartPending(key));
-        }, decision.delayMs);
+        }, delayMs);
         timer.unref();
-        this.#pending.set(key, { name: vm.name, config: vm.config, timer, history: decision.history });
+        this.#pending.set(key, { name: name, config: config, timer, history: decision.history });
         return;
       }
     }
@@ -652,8 +693,25 @@ export class Engine {
       const kept = await this.#host.keepStartedCopy(bytes.value);
       if (!kept.ok) return kept;
     }
-    const cleaned = await this.#host.cleanLeftovers();
+
+    // Petrel (k): the tenders an earlier petreld left under the holder. Those of committed
+    // unikernels run on; the others are stopped before anything is cleaned or started.
+    const held = await this.#host.heldTenders();
+    if (!held.ok) return held;
+    const plan = planAdoption(state.unikernels, held.value);
+    const cleanedUp: string[] = [];
+    for (const { held: tender, reason } of plan.dismiss) {
+      const dismissed = await this.#host.dismissTender(tender);
+      if (!dismissed.ok) return dismissed;
+      cleanedUp.push(`${dismissed.value}: ${reason}`);
+    }
+    const cleaned = await this.#host.cleanLeftovers({
+      names: plan.adopt.map((a) => a.name),
+      taps: plan.adopt.flatMap((a) => a.meta.nets.map((n) => n.tap)),
+      files: plan.adopt.flatMap((a) => [a.meta.image, a.meta.fifo]),
+    });
     if (!cleaned.ok) return cleaned;
+    cleanedUp.push(...cleaned.value);
 
     if (root !== null) {
       const placed = T.addPolicy(this.#tree, [], root);
@@ -672,11 +730,33 @@ export class Engine {
       this.#tree = inserted.value;
     }
 
+    const adopted: string[] = [];
+    const failed: { name: string; reason: string }[] = [];
+    const handled = new Set<string>();
+    for (const adoptable of plan.adopt) {
+      const key = vmKey(adoptable.name);
+      handled.add(key);
+      const taken = await this.#adopt(adoptable);
+      if (taken.ok) {
+        adopted.push(key);
+        continue;
+      }
+      // Admission is the only refusal: the tree no longer has room for it (the host shrank).
+      failed.push({ name: key, reason: taken.error.message });
+      const dismissed = await this.#host.dismissTender(adoptable.held);
+      if (dismissed.ok) cleanedUp.push(dismissed.value);
+    }
+    for (const away of plan.exited) {
+      const key = vmKey(away.name);
+      handled.add(key);
+      await this.#exitedWhileAway(away);
+    }
+
     const order = state.unikernels
       .map((entry, index) => ({ entry, index }))
+      .filter(({ entry }) => !handled.has(printName(entry.name)))
       .sort((a, b) => (a.entry.config.startup ?? 50) - (b.entry.config.startup ?? 50) || a.index - b.index);
     const started: string[] = [];
-    const failed: { name: string; reason: string }[] = [];
     for (const { entry } of order) {
       const key = printName(entry.name);
       if (entry.name.label === null) {
@@ -691,7 +771,71 @@ export class Engine {
     this.#persisting = true;
     const saved = await this.#persist();
     if (!saved.ok) return saved;
-    return ok({ cleaned: cleaned.value, started, failed });
+    // Exits dealt with are forgotten only now that the state says what became of them.
+    for (const away of plan.exited) await this.#host.dismissTender(away.held);
+    return ok({ cleaned: cleanedUp, adopted, started, failed });
+  }
+
+  /**
+   * Takes over a running tender of a committed unikernel: admission into the tree, its console
+   * (history from the holder's buffer), supervision. Files it runs from are not checked beyond
+   * a warning: an adopted guest is never stopped for a file (Petrel (k)).
+   */
+  async #adopt(adoptable: Adoptable): Promise<Result<void, PetrelError>> {
+    const { name, config, meta, held } = adoptable;
+    const allocation = allocationOf(config);
+    if (!allocation.ok) return allocation;
+    const admitted = T.admitUnikernel(this.#tree, name, allocation.value);
+    if (!admitted.ok) return admitted;
+    const feed = consoleFeed(this.#hub, name);
+    this.#hub.attach(name, this.#consoleLimit(name.path));
+    const taken = await this.#host.adoptTender(held, feed.sink);
+    if (!taken.ok) {
+      this.#hub.detach(name);
+      return taken;
+    }
+    feed.attach(taken.value.reader);
+    this.#tree = admitted.value;
+    this.#supervise({
+      name,
+      config,
+      digest: Buffer.from(meta.digest, 'hex'),
+      imagePath: meta.image,
+      fifo: meta.fifo,
+      nets: meta.nets,
+      tender: taken.value.tender,
+      reader: taken.value.reader,
+      transient: false,
+      state: 'running',
+    });
+    const fields = { name: printName(name), pid: held.pid };
+    for (const problem of taken.value.problems)
+      this.#log.warn({ ...fields, problem }, 'adopted unikernel kept despite a missing file');
+    this.#log.info(fields, 'unikernel adopted');
+    return ok(undefined);
+  }
+
+  /** A committed unikernel whose tender exited while no petreld was attached (Petrel (k)). */
+  async #exitedWhileAway({ name, config, held }: Adoptable): Promise<void> {
+    const exit: TenderExit = {
+      code: held.exit?.code ?? null,
+      signal: (held.exit?.signal ?? null) as NodeJS.Signals | null,
+      sentSignal: null,
+    };
+    const exitedAt = held.exitedAt?.getTime() ?? this.#now();
+    const fields = {
+      name: printName(name),
+      pid: held.pid,
+      exit: describeExit(exit),
+      exitedAt: held.exitedAt,
+    };
+    this.#log.info(fields, 'unikernel exited while petreld was away');
+    await this.#decideAfterExit(name, config, exit, {
+      ranForMs: exitedAt - held.startedAt.getTime(),
+      history: NO_HISTORY,
+      fields,
+      elapsedMs: this.#now() - exitedAt,
+    });
   }
 
   /**
@@ -715,10 +859,13 @@ export class Engine {
   }
 
   /**
-   * Daemon shutdown (semantics §13.3): pending restarts are cancelled, every unikernel is
-   * stopped and released; the state file is not written, so they all come back at next start.
+   * Daemon shutdown (semantics §13.3 with Petrel (k)). Pending restarts are cancelled and the
+   * state file is not written, so they come back at next start. With `keepGuests` the tenders
+   * run on under the holder, to be adopted by the next start (an upgrade is not a guest
+   * restart); without, every unikernel is stopped and released, as Albatross does. Transient
+   * unikernels (the canary) are stopped either way: no state names them.
    */
-  shutdown(): Promise<void> {
+  shutdown(options: { readonly keepGuests?: boolean } = {}): Promise<void> {
     this.#shuttingDown = true;
     for (const key of [...this.#pending.keys()]) {
       const pending = this.#pending.get(key);
@@ -726,7 +873,8 @@ export class Engine {
     }
     return this.#queue.add(async () => {
       this.#persisting = false;
-      await Promise.all([...this.#running.values()].map((run) => this.#stop(run)));
+      const stopping = [...this.#running.values()].filter((run) => !options.keepGuests || run.vm.transient);
+      await Promise.all(stopping.map((run) => this.#stop(run)));
       this.#host.close();
     });
   }

@@ -4,12 +4,6 @@
 
 import { mkdir, readFile, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
-import {
-  type ConsoleReader,
-  type HeldConsoleReader,
-  heldConsoleReader,
-  type LineSink,
-} from '../console/reader.js';
 import { readBlockData, replaceBlockData } from '../host/blockdata.js';
 import { checkBridges } from '../host/bridges.js';
 import { FifoPool, listFifos, makeFifo, removeFifoAt, SPARE_PREFIX } from '../host/fifo.js';
@@ -25,9 +19,8 @@ import {
   writeFileAtomic,
   writeImage,
 } from '../host/files.js';
-import { Holder } from '../host/holder.js';
 import type { NetOptions } from '../host/ip.js';
-import { blockDir, blockPath, holderDir } from '../host/paths.js';
+import { blockDir, blockPath, pidRecordPath } from '../host/paths.js';
 import { readPidRecords, removePidRecord, stopRecordedProcess } from '../host/pidrecord.js';
 import { createTap, listOwnedTaps, removeTap } from '../host/tap.js';
 import type { Undoable } from '../host/undo.js';
@@ -35,12 +28,20 @@ import { err, ok, type PetrelError, type Result } from '../resources/errors.js';
 import { type Name, parseName, printName } from '../resources/name.js';
 import type { TenderKind } from '../tender/elf.js';
 import { findTender } from '../tender/lookup.js';
-import { spawnTender, type TenderProcess } from '../tender/process.js';
 import { checkTenderAbi, TenderVersionCache } from '../tender/version.js';
+import { createTenderHost, type TenderHost } from './tenders.js';
 
 export type HostResult<T> = Promise<Result<T, PetrelError>>;
 
-export interface EngineHost {
+/** Host artefacts that belong to unikernels taken over at start-up: clean-up leaves them. */
+export interface OwnedArtefacts {
+  readonly names: readonly Name[];
+  readonly taps: readonly string[];
+  /** Files: console FIFOs and image files. */
+  readonly files: readonly string[];
+}
+
+export interface EngineHost extends TenderHost {
   /** Creates the run, state and block directories (0700) when missing. */
   makeDirectories(): HostResult<void>;
   /** Every host bridge exists (`interface <name> does not exist`). */
@@ -50,9 +51,6 @@ export interface EngineHost {
   writeImage(name: Name, image: Uint8Array): HostResult<Undoable<string>>;
   makeFifo(name: Name): HostResult<Undoable<string>>;
   createTap(bridge: string): HostResult<Undoable<string>>;
-  /** The console of the tender about to be spawned on `fifo` (the holder reads the FIFO). */
-  openConsole(fifo: string, sink: LineSink): HostResult<ConsoleReader>;
-  spawnTender(argv: readonly string[], fifo: string, name: Name): HostResult<TenderProcess>;
   /** Release after a tender exited (semantics §5.8 order: image, FIFO, taps). */
   removeImage(file: string): HostResult<void>;
   removeFifo(file: string): HostResult<void>;
@@ -82,12 +80,11 @@ export interface EngineHost {
   /** Copies the state file to `state.started` (kept whatever happens at this start). */
   keepStartedCopy(bytes: Uint8Array): HostResult<void>;
   /**
-   * Removes what a previous run left behind (Petrel (e)) and puts back a block file whose
-   * removal a crash interrupted; returns what it did, for the log.
+   * Removes what a previous run left behind and no adopted unikernel owns (Petrel (e), (k)):
+   * temporaries, recorded tenders, taps with the prefix, FIFOs, per-unikernel files; returns
+   * what it did, for the log.
    */
-  cleanLeftovers(): HostResult<string[]>;
-  /** Lets go of the holder (petreld stops); whatever it still holds keeps running under it. */
-  close(): void;
+  cleanLeftovers(owned: OwnedArtefacts): HostResult<string[]>;
 }
 
 export interface HostOptions {
@@ -100,6 +97,8 @@ export interface HostOptions {
   readonly netns?: string;
   /** Grace period for leftover tenders found at start (ms). */
   readonly stopTimeoutMs: number;
+  /** Bytes of console the holder keeps per tender while no petreld is attached. Default 64 KiB. */
+  readonly consoleBufferBytes?: number;
 }
 
 const MIB = 1024 * 1024;
@@ -115,19 +114,15 @@ export function createHost(options: HostOptions): EngineHost {
   const fifos = new FifoPool(options.runDir);
   const lookups = new Map<string, { path: string; at: number }>();
   const statePath = path.join(options.stateDir, 'state');
-  /** Consoles opened for tenders not spawned yet, by FIFO path. */
-  const consoles = new Map<string, HeldConsoleReader>();
-  let holder: Holder | null = null;
-  /** The holder of the run directory, connected (and started) when first needed or after it died. */
-  const held = async (): Promise<Result<Holder, PetrelError>> => {
-    if (holder?.connected) return ok(holder);
-    const connected = await Holder.connect(holderDir(options.runDir));
-    if (!connected.ok) return connected;
-    holder = connected.value;
-    return connected;
-  };
+  const tenders = createTenderHost({
+    runDir: options.runDir,
+    stopTimeoutMs: options.stopTimeoutMs,
+    ...(options.netns === undefined ? {} : { netns: options.netns }),
+    ...(options.consoleBufferBytes === undefined ? {} : { consoleBufferBytes: options.consoleBufferBytes }),
+  });
 
   return {
+    ...tenders,
     async makeDirectories() {
       for (const dir of [options.runDir, options.stateDir, blockDir(options.stateDir)]) {
         try {
@@ -173,34 +168,6 @@ export function createHost(options: HostOptions): EngineHost {
     writeImage: (name, image) => writeImage(options.runDir, name, image),
     makeFifo: (name) => makeFifo(options.runDir, name, fifos.create),
     createTap: (bridge) => createTap(bridge, net),
-    async openConsole(fifo, sink) {
-      const reader = heldConsoleReader(sink);
-      consoles.set(fifo, reader);
-      return ok(reader);
-    },
-
-    async spawnTender(argv, fifo, name) {
-      const reader = consoles.get(fifo);
-      consoles.delete(fifo);
-      const connected = await held();
-      if (!connected.ok) return connected;
-      // In a test namespace the tender must open its taps there: `ip netns exec` execs it, so
-      // the pid is still the tender's.
-      const full = options.netns === undefined ? argv : ['ip', 'netns', 'exec', options.netns, ...argv];
-      const spawned = await spawnTender({
-        holder: connected.value,
-        argv: full,
-        console: { fifo },
-        record: { runDir: options.runDir, name },
-        tag: printName(name),
-      });
-      if (!spawned.ok) return spawned;
-      const tender = spawned.value;
-      if (reader !== undefined && tender.console !== null) reader.bind(tender.console);
-      void tender.shutdown.then(() => tender.forget());
-      return spawned;
-    },
-
     async removeImage(file) {
       try {
         await unlinkIfPresent(file);
@@ -246,33 +213,21 @@ export function createHost(options: HostOptions): EngineHost {
       return written.ok ? ok(undefined) : written;
     },
 
-    async cleanLeftovers() {
+    async cleanLeftovers(owned) {
       const done: string[] = [];
       for (const dir of [options.runDir, options.stateDir]) {
         const removed = await removeTemporaryFiles(dir);
         if (!removed.ok) return removed;
         done.push(...removed.value);
       }
-      // Tenders an earlier petreld left under the holder are stopped like recorded leftovers.
-      const connected = await held();
-      if (!connected.ok) return connected;
-      const children = await connected.value.list();
-      if (!children.ok) return children;
-      for (const child of children.value) {
-        const watched = await connected.value.watch(child.pid);
-        if (watched === null) continue;
-        if (child.exit === null) {
-          watched.child.kill('SIGTERM');
-          const timer = setTimeout(() => watched.child.kill('SIGKILL'), options.stopTimeoutMs);
-          await watched.child.exit;
-          clearTimeout(timer);
-          done.push(`stopped leftover tender ${child.pid} (${child.tag})`);
-        }
-        watched.child.forget();
-      }
+      const ownedRecords = new Set(owned.names.flatMap((n) => paths(pidRecordPath(options.runDir, n))));
+      const ownedFiles = new Set(owned.files);
+      const ownedTaps = new Set(owned.taps);
       const records = readPidRecords(options.runDir);
       if (!records.ok) return records;
       for (const record of records.value.records) {
+        if (ownedRecords.has(record.path)) continue;
+        // A tender not under the holder (an earlier version's): stopped if it still runs.
         const stopped = await stopRecordedProcess(record, { graceMs: options.stopTimeoutMs });
         if (!stopped.ok) return stopped;
         if (stopped.value === 'stopped') done.push(`stopped leftover tender ${record.pid}`);
@@ -280,7 +235,7 @@ export function createHost(options: HostOptions): EngineHost {
       }
       const taps = await listOwnedTaps(net);
       if (!taps.ok) return taps;
-      for (const tap of taps.value) {
+      for (const tap of taps.value.filter((t) => !ownedTaps.has(t))) {
         const removed = await removeTap(tap, net);
         done.push(
           removed.ok ? `removed tap ${tap}` : `could not remove tap ${tap}: ${removed.error.message}`,
@@ -288,7 +243,7 @@ export function createHost(options: HostOptions): EngineHost {
       }
       const listed = await listFifos(options.runDir);
       if (!listed.ok) return listed;
-      for (const fifo of listed.value.fifos) {
+      for (const fifo of listed.value.fifos.filter((f) => !ownedFiles.has(f))) {
         await rm(fifo, { force: true });
         done.push(`removed fifo ${path.basename(fifo)}`);
       }
@@ -300,18 +255,18 @@ export function createHost(options: HostOptions): EngineHost {
       const entries = await listDirectory(options.runDir);
       if (!entries.ok) return entries;
       for (const entry of entries.value.filter((e) => e.endsWith('.img'))) {
-        await rm(path.join(options.runDir, entry), { force: true });
+        const file = path.join(options.runDir, entry);
+        if (ownedFiles.has(file)) continue;
+        await rm(file, { force: true });
         done.push(`removed image ${entry}`);
       }
       return ok(done);
     },
-
-    close() {
-      holder?.close();
-      holder = null;
-    },
   };
 }
+
+/** The path of a Result, or none (a name that cannot have a file owns none). */
+const paths = (result: Result<string, PetrelError>): string[] => (result.ok ? [result.value] : []);
 
 async function readOptional(file: string): Promise<Result<Uint8Array | null, PetrelError>> {
   try {

@@ -12,6 +12,7 @@ import { deriveMac, tenderArgv } from '../tender/argv.js';
 import type { TenderExit, TenderProcess } from '../tender/process.js';
 import { parseMac } from '../wire/config.js';
 import type { MacAddress } from '../wire/types.js';
+import { configFingerprint, encodeMeta } from './adopt.js';
 import { publishStep } from './events.js';
 import type { EngineHost } from './host.js';
 import { blockLabel, hostBridge, type Prepared, type VmName } from './prepare.js';
@@ -132,11 +133,20 @@ export async function launch(
   );
   if (!argv.ok) return fail(argv.error);
 
-  const tender = await host.spawnTender(argv.value, fifoPath, name);
+  // What a later petreld needs to take the tender over, kept with it by the holder.
+  const meta = encodeMeta({
+    fingerprint: configFingerprint(config),
+    digest: Buffer.from(prepared.digest).toString('hex'),
+    image: imagePath,
+    fifo: fifoPath,
+    nets,
+  });
+  const tender = await host.spawnTender(argv.value, fifoPath, name, meta);
   if (!tender.ok)
     return fail({ ...tender.error, message: TEXT.consoleFailed, details: { cause: tender.error.message } });
   undo.push('tender', async () => {
     await tender.value.stop(ctx.stopTimeoutMs);
+    tender.value.forget();
   });
   reader.value.start();
   publishStep(key, 'tender-spawned');

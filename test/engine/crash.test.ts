@@ -37,11 +37,15 @@ function startDaemon(dir: string, netns: string, crashAt?: string): Promise<Daem
 async function observe(dir: string, netns: ReturnType<typeof makeNetns>) {
   const run = `${dir}/run`;
   const tenders: string[] = [];
+  const pids = new Map<string, number>();
   for (const pid of await readdir('/proc')) {
     if (!/^\d+$/.test(pid)) continue;
     const cmdline = await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '');
     const image = cmdline.split('\0').find((a) => a.startsWith(`${run}/`) && a.endsWith('.img'));
-    if (image) tenders.push(path.basename(image, '.img'));
+    if (image) {
+      tenders.push(path.basename(image, '.img'));
+      pids.set(path.basename(image, '.img'), Number(pid));
+    }
   }
   const images = (await readdir(run).catch(() => []))
     .filter((f) => f.endsWith('.img'))
@@ -59,7 +63,16 @@ async function observe(dir: string, netns: ReturnType<typeof makeNetns>) {
       : state.ok
         ? state.value.unikernels.map((u) => `:${u.name.label}`)
         : ['(undecodable)'];
-  return { tenders: tenders.sort(), images: images.sort(), fifos: fifos.sort(), taps, stored: stored.sort() };
+  const records = (await readdir(`${run}/tenders`).catch(() => [])).sort();
+  return {
+    tenders: tenders.sort(),
+    pids,
+    images: images.sort(),
+    fifos: fifos.sort(),
+    records,
+    taps,
+    stored: stored.sort(),
+  };
 }
 
 const create = async (socket: string, vm: string, word: string, force = false) =>
@@ -77,6 +90,8 @@ type Scenario = {
   crashAt: string;
   act: (socket: string) => Promise<unknown>;
   expectRunning: boolean;
+  /** A committed tender ran at the crash: the next start takes it over, same process (Petrel (k)). */
+  adopted?: boolean;
 };
 
 const scenarios: Scenario[] = [
@@ -104,6 +119,7 @@ const scenarios: Scenario[] = [
     crashAt: ':vm@state-written',
     act: (s) => create(s, ':vm', 'one'),
     expectRunning: true,
+    adopted: true,
   },
   ...(['old-stopping', 'old-released'] as const).map(
     (step): Scenario => ({
@@ -114,6 +130,7 @@ const scenarios: Scenario[] = [
         await create(s, ':vm', 'two', true);
       },
       expectRunning: true,
+      adopted: step === 'old-stopping',
     }),
   ),
   {
@@ -139,7 +156,7 @@ const scenarios: Scenario[] = [
 ];
 
 describe('a crash at any step converges to the last committed state', () => {
-  it.each(scenarios)('$what', async ({ crashAt, act, expectRunning }) => {
+  it.each(scenarios)('$what', async ({ crashAt, act, expectRunning, adopted }) => {
     const dir = await mkdtemp(path.join(base, 'case-'));
     const netns = makeNetns();
     try {
@@ -147,6 +164,7 @@ describe('a crash at any step converges to the last committed state', () => {
       const socket = `${dir}/run/util/vmmd.sock`;
       await act(socket).catch(() => undefined);
       expect(await first.exited).toEqual({ code: null, signal: 'SIGKILL' });
+      const atCrash = await observe(dir, netns);
 
       const second = await startDaemon(dir, netns.name);
       try {
@@ -156,7 +174,15 @@ describe('a crash at any step converges to the last committed state', () => {
         expect(seen.tenders).toEqual(expected);
         expect(seen.images).toEqual(expected);
         expect(seen.fifos).toEqual(expected);
+        expect(seen.records).toEqual(expected);
         expect(seen.taps).toHaveLength(expected.length);
+        // A committed guest is never restarted by the daemon's crash; anything else is new.
+        if (adopted) {
+          expect(seen.pids.get(':vm')).toBe(atCrash.pids.get(':vm'));
+          expect(seen.taps).toEqual(atCrash.taps);
+        } else if (expectRunning) {
+          expect(seen.pids.get(':vm')).not.toBe(atCrash.pids.get(':vm'));
+        }
         const info = await request(socket, ':', { type: 'unikernel-info', release: '2.7' });
         const listed =
           info[0]?.payload.kind === 'reply' && info[0].payload.reply.type === 'unikernel-info'

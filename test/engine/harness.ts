@@ -92,10 +92,11 @@ export interface TestEngine {
   /** A fresh engine on the same directories and namespace (a daemon restart). */
   reopen(): Promise<TestEngine>;
   /**
-   * The engine dies as a crashed petreld would, as far as the host can tell: it lets go of the
-   * holder without stopping anything, and `close` then only removes what the test made.
+   * The engine goes as a killed petreld would, as far as the host can tell: it lets go of the
+   * holder without stopping anything and does nothing more (no timer fires, no exit is
+   * handled); `close` then only removes what the test made.
    */
-  crash(): void;
+  crash(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -163,9 +164,9 @@ export async function makeEngine(
       return `links: ${netns.links()}\nrun: ${await list(runDir)}\nstate: ${await list(stateDir)}\nstate bytes: ${state.toString('hex')}`;
     },
     reopen: () => makeEngine(options, { dir, netns }),
-    crash() {
+    async crash() {
       crashed = true;
-      real.close();
+      await engine.shutdown({ keepGuests: true });
     },
     async close() {
       if (!crashed) await engine.shutdown();

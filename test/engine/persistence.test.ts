@@ -53,10 +53,13 @@ describe('persistence', () => {
     expect(existsSync(`${t.stateDir}/state.bak`)).toBe(true);
   });
 
-  it('start-up removes leftovers: a recorded tender that outlived the daemon, taps, FIFOs, images', async () => {
+  it('start-up adopts the tender that outlived the daemon and removes leftovers: taps, FIFOs, images', async () => {
     t = await makeEngine();
     await t.run(':keep', createCommand(await canaryConfig(canaryImage, ['wait', 'k'])));
     const pid = t.engine.pidOf(name(':keep')) as number;
+    /** Interfaces and the run directory: what the unikernel owns on the host. */
+    const artefacts = async (e: TestEngine) => (await e.snapshot()).split('\n').slice(0, 2).join('\n');
+    const owned = await artefacts(t);
     // Simulate a crash: the daemon is gone, its tender and artefacts are not.
     const leftoverTap = 'ptap7';
     const { spawnSync } = await import('node:child_process');
@@ -66,18 +69,20 @@ describe('persistence', () => {
     spawnSync('mkfifo', [`${t.runDir}/fifo/:ghost`]);
     // A process that is not ours with a PID file that does not match must survive.
     const stranger = spawn('sleep', ['30']);
-    t.crash();
+    await t.crash();
 
     second = await t.reopen();
-    expect(existsSync(`/proc/${pid}`)).toBe(false);
+    expect(existsSync(`/proc/${pid}`)).toBe(true);
     expect(t.netns.links()).not.toContain(leftoverTap);
     expect(existsSync(`${t.runDir}/:ghost.img`)).toBe(false);
     expect(existsSync(`${t.runDir}/fifo/:ghost`)).toBe(false);
     expect(existsSync(`/proc/${stranger.pid}`)).toBe(true);
     stranger.kill();
-    // ...and the stored unikernel runs again, exactly once.
+    // ...and the stored unikernel runs on, exactly once, with what it owns.
     expect(second.engine.running).toEqual([':keep']);
-    expect(second.engine.pidOf(name(':keep'))).not.toBe(pid);
+    expect(second.engine.pidOf(name(':keep'))).toBe(pid);
+    expect(await artefacts(second)).toBe(owned);
+    await waitForLine(second.hub, ':keep', 'petrel-canary k');
   });
 
   it('a block removal interrupted by a crash is undone; leftover temporary files are removed', async () => {

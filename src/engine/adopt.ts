@@ -1,0 +1,182 @@
+// Start-up adoption (Petrel (k)): which tenders the holder kept from an earlier petreld belong
+// to committed unikernels and run on, which exited meanwhile (they get the restart decision they
+// would have had), and which nothing committed refers to (stopped, their artefacts removed).
+// Pure: the host lists the held tenders, the state says what is committed.
+
+import { createHash } from 'node:crypto';
+import { type Name, parseName, printName } from '../resources/name.js';
+import { parseMac } from '../wire/mac.js';
+import type { UnikernelConfig } from '../wire/types.js';
+import type { NetAttachment } from './launch.js';
+import type { VmName } from './prepare.js';
+
+/** What petreld gives the holder to keep with a tender, so a later petreld can take it over. */
+export interface TenderMeta {
+  /** configFingerprint of the configuration the tender was started with. */
+  readonly fingerprint: string;
+  /** SHA-256 (hex) of the inflated image. */
+  readonly digest: string;
+  /** The image file the tender was given, and its console FIFO. */
+  readonly image: string;
+  readonly fifo: string;
+  readonly nets: readonly NetAttachment[];
+}
+
+/** A tender the holder lists, with whether the PID record of its name is this very process. */
+export interface HeldTender {
+  readonly pid: number;
+  /** The unikernel's name string. */
+  readonly tag: string;
+  readonly meta: string;
+  /** Null while it runs. */
+  readonly exit: { readonly code: number | null; readonly signal: string | null } | null;
+  readonly startedAt: Date;
+  readonly exitedAt: Date | null;
+  /** `<run-dir>/tenders/<name>` names this pid with its start time, and it is alive. */
+  readonly recorded: boolean;
+}
+
+export interface StoredUnikernel {
+  readonly name: Name;
+  readonly config: UnikernelConfig;
+}
+
+export interface Adoptable {
+  readonly name: VmName;
+  readonly config: UnikernelConfig;
+  readonly held: HeldTender;
+  readonly meta: TenderMeta;
+}
+
+export interface AdoptionPlan {
+  /** Committed and running: taken over as they are. */
+  readonly adopt: readonly Adoptable[];
+  /** Committed, exited while no petreld was attached: released, then the restart decision. */
+  readonly exited: readonly Adoptable[];
+  /** Nothing committed refers to them: stopped if running, forgotten, artefacts removed. */
+  readonly dismiss: readonly { readonly held: HeldTender; readonly reason: string }[];
+}
+
+const VERSION = 1;
+
+/** A JSON text with keys sorted at every level, bytes as their SHA-256, big integers as text. */
+function canonical(value: unknown): string {
+  if (value instanceof Uint8Array) return JSON.stringify(createHash('sha256').update(value).digest('hex'));
+  if (typeof value === 'bigint') return JSON.stringify(value.toString());
+  if (Array.isArray(value)) return `[${value.map(canonical).join(',')}]`;
+  if (value !== null && typeof value === 'object') {
+    const entries = Object.entries(value)
+      .filter(([, v]) => v !== undefined)
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonical(v)}`).join(',')}}`;
+  }
+  return JSON.stringify(value ?? null);
+}
+
+/** Identifies a configuration as committed (state) and as started (the holder's meta) alike. */
+export function configFingerprint(config: UnikernelConfig): string {
+  return createHash('sha256').update(canonical(config)).digest('hex');
+}
+
+export function encodeMeta(meta: TenderMeta): string {
+  return JSON.stringify({ v: VERSION, ...meta });
+}
+
+/** The meta of a held tender, or null when it is not one this version wrote. */
+export function decodeMeta(text: string): TenderMeta | null {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    return null;
+  }
+  if (parsed === null || typeof parsed !== 'object') return null;
+  const m = parsed as Record<string, unknown>;
+  const isString = (v: unknown): v is string => typeof v === 'string';
+  const nets = m.nets;
+  if (
+    m.v !== VERSION ||
+    !isString(m.fingerprint) ||
+    !isString(m.digest) ||
+    !isString(m.image) ||
+    !isString(m.fifo) ||
+    !Array.isArray(nets) ||
+    !nets.every(
+      (n: unknown) =>
+        n !== null &&
+        typeof n === 'object' &&
+        ['netif', 'bridge', 'tap', 'mac'].every((k) => isString((n as Record<string, unknown>)[k])),
+    )
+  ) {
+    return null;
+  }
+  const attachments: NetAttachment[] = [];
+  for (const { netif, bridge, tap, mac } of nets as Record<'netif' | 'bridge' | 'tap' | 'mac', string>[]) {
+    const parsed = parseMac(mac);
+    if (!parsed.ok) return null;
+    attachments.push({ netif, bridge, tap, mac: parsed.value });
+  }
+  return { fingerprint: m.fingerprint, digest: m.digest, image: m.image, fifo: m.fifo, nets: attachments };
+}
+
+/**
+ * Matches held tenders to the committed unikernels. A running tender is adopted only when its
+ * name is committed with the very configuration it was started with and its PID record names
+ * it (pid and start time); at most one per name. An exited one of a committed name and
+ * configuration, when none of that name runs, gets its restart decision; the latest if several.
+ */
+export function planAdoption(stored: readonly StoredUnikernel[], held: readonly HeldTender[]): AdoptionPlan {
+  const committed = new Map<string, { name: VmName; config: UnikernelConfig; fingerprint: string }>();
+  for (const entry of stored) {
+    if (entry.name.label === null) continue;
+    const name = entry.name as VmName;
+    committed.set(printName(name), {
+      name,
+      config: entry.config,
+      fingerprint: configFingerprint(entry.config),
+    });
+  }
+  const adopt = new Map<string, Adoptable>();
+  const exited = new Map<string, Adoptable>();
+  const dismiss: { held: HeldTender; reason: string }[] = [];
+  const candidates: { held: HeldTender; meta: TenderMeta; key: string }[] = [];
+  for (const tender of held) {
+    const meta = decodeMeta(tender.meta);
+    const parsed = parseName(tender.tag);
+    if (meta === null || !parsed.ok || parsed.value.label === null) {
+      dismiss.push({ held: tender, reason: 'not a tender this petreld can take over' });
+      continue;
+    }
+    const key = printName(parsed.value);
+    const entry = committed.get(key);
+    if (entry === undefined) {
+      dismiss.push({ held: tender, reason: 'not in the state' });
+    } else if (entry.fingerprint !== meta.fingerprint) {
+      dismiss.push({ held: tender, reason: 'started with a configuration that was not committed' });
+    } else {
+      candidates.push({ held: tender, meta, key });
+    }
+  }
+  for (const { held: tender, meta, key } of candidates) {
+    if (tender.exit !== null || !tender.recorded) continue;
+    const entry = committed.get(key) as { name: VmName; config: UnikernelConfig };
+    if (adopt.has(key)) dismiss.push({ held: tender, reason: 'another tender of this name runs' });
+    else adopt.set(key, { name: entry.name, config: entry.config, held: tender, meta });
+  }
+  for (const { held: tender, meta, key } of candidates) {
+    if (tender.exit === null) {
+      if (!tender.recorded) dismiss.push({ held: tender, reason: 'its PID record does not name it' });
+      continue;
+    }
+    const entry = committed.get(key) as { name: VmName; config: UnikernelConfig };
+    const earlier = exited.get(key);
+    const later = (earlier?.held.exitedAt?.getTime() ?? -1) < (tender.exitedAt?.getTime() ?? 0);
+    if (adopt.has(key) || (earlier !== undefined && !later)) {
+      dismiss.push({ held: tender, reason: 'an exit already dealt with' });
+      continue;
+    }
+    if (earlier !== undefined) dismiss.push({ held: earlier.held, reason: 'an exit already dealt with' });
+    exited.set(key, { name: entry.name, config: entry.config, held: tender, meta });
+  }
+  return { adopt: [...adopt.values()], exited: [...exited.values()], dismiss };
+}
