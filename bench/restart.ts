@@ -147,7 +147,7 @@ try {
       .join(' ')}`,
   );
 } finally {
-  daemon.child.kill('SIGTERM');
+  daemon.child.kill('SIGUSR2'); // stops every guest (SIGTERM leaves them to the holder)
   await daemon.exited;
   netns.destroy();
   await rm(dir, { recursive: true, force: true });

@@ -297,7 +297,7 @@ async function main(): Promise<void> {
   let daemon: Daemon | undefined;
   const cleanUp = async () => {
     try {
-      await daemon?.stop();
+      await daemon?.stop({ stopGuests: true });
     } finally {
       netns.destroy();
       await rm(dir, { recursive: true, force: true });

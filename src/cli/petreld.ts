@@ -66,14 +66,19 @@ async function main(argv: readonly string[]): Promise<number> {
   }
   return new Promise<number>((resolve) => {
     let stopping = false;
+    // SIGUSR2 stops every unikernel too; SIGTERM and SIGINT as the configuration says
+    // (stopGuestsOnExit), by default leaving them to the holder for the next start (Petrel (k)).
     const shutdown = (signal: string) => {
       if (stopping) return;
       stopping = true;
+      const stopGuests = signal === 'SIGUSR2' || config.stopGuestsOnExit;
       log.info(
-        { signal },
-        'stopping: every unikernel is stopped; the state file keeps them for the next start',
+        { signal, stopGuests },
+        stopGuests
+          ? 'stopping: every unikernel is stopped; the state file keeps them for the next start'
+          : 'stopping: unikernels run on under the holder; the next start adopts them',
       );
-      daemon.stop().then(
+      daemon.stop({ stopGuests }).then(
         () => resolve(EXIT.OK),
         (e: unknown) => {
           log.error({ reason: String(e) }, 'shutdown failed');
@@ -83,6 +88,7 @@ async function main(argv: readonly string[]): Promise<number> {
     };
     process.once('SIGTERM', () => shutdown('SIGTERM'));
     process.once('SIGINT', () => shutdown('SIGINT'));
+    process.once('SIGUSR2', () => shutdown('SIGUSR2'));
   });
 }
 

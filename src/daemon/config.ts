@@ -49,6 +49,10 @@ export interface PetrelConfig {
   readonly maxSubscriberQueue: number;
   readonly maxSubscribers: number;
   readonly stopTimeout: number;
+  /** Stop every guest when petreld stops (SIGUSR2 asks for it once); by default they run on. */
+  readonly stopGuestsOnExit: boolean;
+  /** Console bytes the holder keeps per unikernel while no petreld is attached. */
+  readonly consoleBuffer: number;
   readonly statsInterval: number;
   readonly canaryDeadline: number;
   readonly restartBackoffBase: number;
@@ -111,6 +115,13 @@ function optional<T>(parse: Parse<T>): Parse<T | null> {
 }
 
 const INT32_MAX = 2 ** 31 - 1;
+
+/** A TOML boolean, or `true`/`false` as a flag. */
+const boolean: Parse<boolean> = (raw, source) => {
+  if (typeof raw === 'boolean') return ok(raw);
+  if (source.flag && (raw === 'true' || raw === 'false')) return ok(raw === 'true');
+  return fail('expected true or false');
+};
 
 function integer(min: number, max: number): Parse<number> {
   const expected = min === 1 && max === INT32_MAX ? 'a positive integer' : `an integer from ${min} to ${max}`;
@@ -398,6 +409,22 @@ export const CONFIG_FIELDS: { readonly [K in ConfigKey]: ConfigField<PetrelConfi
     defaultText: '10s',
     help: 'SIGTERM to SIGKILL grace when stopping a tender',
     parse: duration,
+  }),
+  stopGuestsOnExit: field({
+    table: null,
+    arg: 'BOOL',
+    defaultValue: false,
+    defaultText: 'false',
+    help: 'stopping petreld stops every unikernel (as SIGUSR2 does once); by default they run on under the holder and the next start adopts them',
+    parse: boolean,
+  }),
+  consoleBuffer: field({
+    table: 'limits',
+    arg: 'BYTES',
+    defaultValue: 65_536,
+    defaultText: '65536',
+    help: 'console bytes the holder keeps per unikernel while no petreld is attached; beyond, the oldest are dropped and counted',
+    parse: integer(1024, 16 * 1024 * 1024),
   }),
   statsInterval: field({
     table: 'limits',

@@ -43,6 +43,8 @@ export interface StartReport {
   /** One boot canary per configured runtime, in the order of `--runtimes`. */
   readonly canaries: readonly (CanaryResult & { readonly runtime: Runtime })[];
   readonly restored: {
+    /** Unikernels whose tenders ran on while no petreld did, taken over (Petrel (k)). */
+    readonly adopted: readonly string[];
     readonly started: readonly string[];
     readonly failed: readonly { name: string; reason: string }[];
   };
@@ -52,11 +54,19 @@ export interface StartReport {
   readonly readyMs: number;
 }
 
+export interface StopOptions {
+  /**
+   * Stop every unikernel (as Albatross does) instead of leaving them running under the holder
+   * for the next start to adopt. Default: the configuration's `stopGuestsOnExit`.
+   */
+  readonly stopGuests?: boolean;
+}
+
 export interface Daemon {
   readonly engine: Engine;
   readonly hub: ConsoleHub;
   start(): Promise<Result<StartReport, PetrelError>>;
-  stop(): Promise<void>;
+  stop(options?: StopOptions): Promise<void>;
 }
 
 /**
@@ -84,6 +94,7 @@ export function createDaemon(options: DaemonOptions): Daemon {
     stateDir: config.stateDir,
     tapPrefix: config.tapPrefix,
     stopTimeoutMs: config.stopTimeout,
+    consoleBufferBytes: config.consoleBuffer,
     tenders: {
       ...(config.tenderHvt === null ? {} : { hvt: config.tenderHvt }),
       ...(config.tenderSpt === null ? {} : { spt: config.tenderSpt }),
@@ -115,7 +126,7 @@ export function createDaemon(options: DaemonOptions): Daemon {
   const probeNow = () =>
     probe(probeOptions(config, options.netns === undefined ? {} : { netns: options.netns }));
 
-  async function stop(): Promise<void> {
+  async function stop(options: StopOptions = {}): Promise<void> {
     await metrics?.close();
     metrics = null;
     await fleet?.reporter.stop();
@@ -127,7 +138,7 @@ export function createDaemon(options: DaemonOptions): Daemon {
     stats = null;
     await sockets?.close();
     sockets = null;
-    await engine.shutdown();
+    await engine.shutdown({ keepGuests: !(options.stopGuests ?? config.stopGuestsOnExit) });
   }
 
   async function start(): Promise<Result<StartReport, PetrelError>> {
@@ -183,7 +194,7 @@ export function createDaemon(options: DaemonOptions): Daemon {
         return endpointEnd;
       });
       if (!opened.ok) {
-        await stop();
+        await stop({ stopGuests: false });
         return opened;
       }
       tls = opened.value;
@@ -205,12 +216,12 @@ export function createDaemon(options: DaemonOptions): Daemon {
     for (const runtime of config.runtimes) {
       const image = options.canaryImages?.[runtime] ?? bundledNativePath(`canary.${runtime}`);
       if (image === null) {
-        await stop();
+        await stop({ stopGuests: false });
         return err('E_CANARY', `boot canary failed: the canary image canary.${runtime} is not installed`);
       }
       const booted = await runCanary({ engine, hub, image, deadlineMs: config.canaryDeadline });
       if (!booted.ok) {
-        await stop();
+        await stop({ stopGuests: false });
         return err('E_CANARY', `${runtime} ${booted.error.message}`);
       }
       canaries.push({ runtime, ...booted.value });
@@ -227,13 +238,13 @@ export function createDaemon(options: DaemonOptions): Daemon {
       { mode: 0o644 },
     );
     if (!node.ok) {
-      await stop();
+      await stop({ stopGuests: false });
       return node;
     }
     if (config.fleetDb !== null) {
       const joined = await joinFleet(config, engine, probeNow, log, tlsAddress);
       if (!joined.ok) {
-        await stop();
+        await stop({ stopGuests: false });
         return joined;
       }
       fleet = joined.value;
@@ -243,6 +254,7 @@ export function createDaemon(options: DaemonOptions): Daemon {
     log.info(
       {
         readyMs,
+        adopted: restored.value.adopted.length,
         started: restored.value.started.length,
         failed: restored.value.failed.length,
         tls: tlsAddress,
@@ -253,7 +265,11 @@ export function createDaemon(options: DaemonOptions): Daemon {
       checks: results,
       report,
       canaries,
-      restored: { started: restored.value.started, failed: restored.value.failed },
+      restored: {
+        adopted: restored.value.adopted,
+        started: restored.value.started,
+        failed: restored.value.failed,
+      },
       tls: tlsAddress,
       metrics: metricsAddress,
       readyMs,

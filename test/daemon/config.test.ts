@@ -56,6 +56,8 @@ describe('defaults', () => {
       tlsListen: null,
       logLevel: 'info',
       stopTimeout: 10_000,
+      stopGuestsOnExit: false,
+      consoleBuffer: 65_536,
       maxSubscriberQueue: 1024,
       maxFrameBytes: 67_108_864,
       maxPendingHandshakes: 64,
@@ -268,6 +270,27 @@ describe('validation', () => {
   });
 });
 
+describe('shutdown mode and console buffer', () => {
+  it('stopGuestsOnExit takes a TOML boolean or true/false as a flag; consoleBuffer bytes', () => {
+    expect(value(buildConfig({ document: { stopGuestsOnExit: true } })).stopGuestsOnExit).toBe(true);
+    expect(value(buildConfig({ flags: { stopGuestsOnExit: 'true' } })).stopGuestsOnExit).toBe(true);
+    expect(
+      value(buildConfig({ document: { stopGuestsOnExit: true }, flags: { stopGuestsOnExit: 'false' } }))
+        .stopGuestsOnExit,
+    ).toBe(false);
+    expect(errors(buildConfig({ flags: { stopGuestsOnExit: 'yes' } }))).toEqual([
+      '--stop-guests-on-exit: expected true or false',
+    ]);
+    expect(errors(buildConfig({ document: { stopGuestsOnExit: 'true' } }))).toEqual([
+      'stopGuestsOnExit: expected true or false',
+    ]);
+    expect(value(buildConfig({ document: { limits: { consoleBuffer: 4096 } } })).consoleBuffer).toBe(4096);
+    expect(errors(buildConfig({ flags: { consoleBuffer: '100' } }))).toEqual([
+      '--console-buffer: expected an integer from 1024 to 16777216',
+    ]);
+  });
+});
+
 describe('durations', () => {
   it('accept 10s, 500ms, 2m, 1h and numbers of seconds', () => {
     const cases: [unknown, number][] = [
@@ -317,6 +340,8 @@ describe('help', () => {
       'tap-prefix',
       'metrics-listen',
       'stop-timeout',
+      'stop-guests-on-exit',
+      'console-buffer',
       'max-subscriber-queue',
       'max-frame-bytes',
       'max-pending-handshakes',

@@ -22,7 +22,7 @@ beforeEach(async () => {
   netns = makeNetns();
 });
 afterEach(async () => {
-  await daemon?.stop();
+  await daemon?.stop({ stopGuests: true });
   daemon = undefined;
   netns.destroy();
   await rm(dir, { recursive: true, force: true });

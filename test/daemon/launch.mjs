@@ -6,7 +6,8 @@
 //   PETREL_FAKE_KVM=1   on a host without a usable /dev/kvm (or with PETREL_TEST_NO_KVM=1), the
 //                       probe's kvm answer is a TEST DOUBLE (as with the fake-kvm tender of
 //                       test/engine/guest.ts)
-// Prints READY on stdout once started; SIGTERM stops it as petreld does.
+// Prints READY on stdout once started; SIGTERM stops it as petreld does (guests as
+// stopGuestsOnExit says), SIGUSR2 stops it with every guest.
 
 import { spawnSync } from 'node:child_process';
 import diagnostics from 'node:diagnostics_channel';
@@ -57,3 +58,4 @@ if (!started.ok) {
 }
 process.stdout.write('READY\n');
 process.once('SIGTERM', () => daemon.stop().then(() => process.exit(0)));
+process.once('SIGUSR2', () => daemon.stop({ stopGuests: true }).then(() => process.exit(0)));

@@ -1,6 +1,7 @@
 // petreld as a separate process for tests and benchmarks (its RSS and its crashes are its own):
 // test/daemon/launch.mjs by default (it prints READY), or petreld itself (it logs `petreld
-// ready`). Resolves once ready; stop() sends SIGTERM to that pid and waits.
+// ready`). Resolves once ready; stop() sends SIGUSR2 (every guest stopped) or the signal given
+// (SIGTERM: guests left to the holder, Petrel (k)) to that pid and waits.
 import { type ChildProcess, spawn } from 'node:child_process';
 import path from 'node:path';
 import { repo } from '../engine/guest.js';
@@ -13,7 +14,7 @@ export interface DaemonProcess {
   readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
   /** What it wrote on stderr so far. */
   stderr(): string;
-  stop(): Promise<void>;
+  stop(signal?: 'SIGUSR2' | 'SIGTERM'): Promise<void>;
 }
 
 export function launchDaemon(
@@ -38,8 +39,8 @@ export function launchDaemon(
     pid: child.pid as number,
     exited,
     stderr: () => errors,
-    async stop() {
-      if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
+    async stop(signal = 'SIGUSR2') {
+      if (child.exitCode === null && child.signalCode === null) child.kill(signal);
       await exited;
     },
   };

@@ -60,7 +60,7 @@ export async function testDaemon(flags: Record<string, string> = {}): Promise<Te
   const dir = await mkdtemp(path.join(tmpdir(), 'petreld-'));
   const netns = makeNetns();
   const cleanUp = async (daemon?: Daemon) => {
-    await daemon?.stop();
+    await daemon?.stop({ stopGuests: true });
     netns.destroy();
     await rm(dir, { recursive: true, force: true });
   };

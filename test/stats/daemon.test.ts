@@ -29,7 +29,7 @@ afterEach(async () => {
   watch?.close();
   await watch?.closed;
   watch = undefined;
-  await daemon?.stop();
+  await daemon?.stop({ stopGuests: true });
   daemon = undefined;
   netns.destroy();
   await rm(dir, { recursive: true, force: true });

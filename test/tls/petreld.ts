@@ -64,7 +64,7 @@ export async function startPetreld(
   let daemon: Daemon | undefined;
   const stop = async () => {
     try {
-      await daemon?.stop();
+      await daemon?.stop({ stopGuests: true });
     } finally {
       netns.destroy();
       await rm(dir, { recursive: true, force: true });

@@ -1,0 +1,239 @@
+// Issue 17 from the outside: petreld (a separate process) restarted 20 times, half by SIGTERM
+// and half by SIGKILL, with 10 running unikernels (hvt where KVM works, spt elsewhere: real
+// guests either way). Every guest keeps its process, taps, FIFO and PID record; info lists them
+// all; a guest printing a numbered line every 100 ms loses no line for a subscriber that comes
+// back after each restart and asks for history. With a console buffer too small for the time
+// petreld is away, a marker says exactly how many bytes were dropped.
+import { existsSync, readFileSync } from 'node:fs';
+import { mkdtemp, readdir, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Wire } from '../../src/wire/types.js';
+import {
+  build,
+  canaryImage,
+  canaryNetImage,
+  kvmUsable,
+  repo,
+  sptCanary,
+  sptCanaryNet,
+  testTender,
+} from '../engine/guest.js';
+import { canaryConfig, makeNetns } from '../engine/harness.js';
+import { commandFrame, open, request, said } from './client.js';
+import { type DaemonProcess, launchDaemon } from './process.js';
+
+const runtime = kvmUsable ? 'hvt' : 'spt';
+const netImage = runtime === 'hvt' ? canaryNetImage : sptCanaryNet;
+const image = runtime === 'hvt' ? canaryImage : sptCanary;
+
+let base: string;
+let hvtTender: string;
+
+beforeAll(async () => {
+  if (!existsSync(path.join(repo, 'dist', 'src', 'daemon', 'daemon.js'))) {
+    throw new Error('dist/ is missing: run `npm run build` (npm test does) before these tests');
+  }
+  base = await mkdtemp(path.join(tmpdir(), 'petrel-restarts-'));
+  hvtTender = await testTender(base);
+});
+afterAll(async () => {
+  await rm(base, { recursive: true, force: true });
+});
+
+function startDaemon(dir: string, netns: string, extra: string[] = []): Promise<DaemonProcess> {
+  const flags = ['--state-dir', `${dir}/state`, '--run-dir', `${dir}/run`, '--runtimes', runtime];
+  if (runtime === 'hvt') flags.push('--tender-hvt', hvtTender);
+  else flags.push('--tender-spt', path.join(build, 'petrel-spt'));
+  flags.push('--stop-timeout', '2s', '--canary-deadline', '10s', '--log-level', 'warn', ...extra);
+  return launchDaemon(flags, { PETREL_TEST_NETNS: netns, PETREL_FAKE_KVM: '1' });
+}
+
+/** Each unikernel's tender pid, found by the image file it was given, as the kernel sees them. */
+async function tenders(run: string): Promise<Record<string, number>> {
+  const found: Record<string, number> = {};
+  for (const pid of await readdir('/proc')) {
+    if (!/^\d+$/u.test(pid)) continue;
+    let argv: string[];
+    try {
+      argv = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
+    } catch {
+      continue;
+    }
+    const file = argv.find((a) => a.startsWith(`${run}/`) && a.endsWith('.img'));
+    if (file) found[path.basename(file, '.img')] = Number(pid);
+  }
+  return found;
+}
+
+/** What lies around for the unikernels: FIFOs, PID records (name → pid), taps. */
+async function artefacts(run: string, netns: ReturnType<typeof makeNetns>) {
+  const records: Record<string, number> = {};
+  for (const file of await readdir(`${run}/tenders`).catch(() => [])) {
+    records[file] = Number(readFileSync(`${run}/tenders/${file}`, 'utf8').split(' ')[0]);
+  }
+  const fifos = (await readdir(`${run}/fifo`).catch(() => [])).filter((f) => !f.startsWith('.')).sort();
+  const taps = netns
+    .links()
+    .split(' ')
+    .filter((l) => l.startsWith('ptap'))
+    .sort();
+  return { records, fifos, taps };
+}
+
+async function infoNames(socket: string): Promise<string[]> {
+  const replies = await request(socket, ':', { type: 'unikernel-info', release: '2.7' });
+  const payload = replies[0]?.payload;
+  if (payload?.kind !== 'reply' || payload.reply.type !== 'unikernel-info') return [];
+  return payload.reply.entries.map((e) => `:${e.name.label}`).sort();
+}
+
+const consoleLines = (messages: readonly Wire[]): string[] =>
+  messages.flatMap((m) =>
+    m.payload.kind === 'data' && m.payload.data.type === 'console'
+      ? [Buffer.from(m.payload.data.line).toString()]
+      : [],
+  );
+
+/**
+ * A subscriber of `:counter` that asks for the whole history, reads until it has seen a number
+ * beyond `after + ahead`, and hands back every console line it got.
+ */
+async function readCounter(consoleSocket: string, after: number, ahead: number): Promise<string[]> {
+  const watch = open(
+    consoleSocket,
+    commandFrame(':counter', {
+      type: 'console-subscribe',
+      release: '2.1',
+      select: { kind: 'count', count: 1024 },
+    }),
+  );
+  try {
+    const deadline = Date.now() + 20_000;
+    for (;;) {
+      const lines = consoleLines(watch.messages);
+      const numbers = lines.flatMap((l) => /^petrel-canary count (\d+)$/u.exec(l)?.[1] ?? []).map(Number);
+      if (numbers.some((n) => n > after + ahead)) return lines;
+      if (Date.now() > deadline)
+        throw new Error(`counter stuck after ${after}: ${lines.slice(-5).join(' | ')}`);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  } finally {
+    watch.close();
+  }
+}
+
+/** Checks the lines continue the count after `last` with no gap; returns the new last number. */
+function continues(lines: readonly string[], last: number): number {
+  let at = last;
+  for (const line of lines) {
+    const match = /^petrel-canary count (\d+)$/u.exec(line);
+    expect(match, `an unexpected console line: ${line}`).not.toBeNull();
+    const n = Number(match?.[1]);
+    if (n <= at) continue; // history the subscriber saw before the restart
+    expect(n, `line ${at + 1} is missing`).toBe(at + 1);
+    at = n;
+  }
+  return at;
+}
+
+const bridged = { bridges: [{ netif: 'service', bridge: 'br0', mac: null }] };
+
+describe('petreld restarts are not guest restarts', () => {
+  it('20 restarts, half SIGTERM, half SIGKILL, with 10 running unikernels: same processes, no line lost', async () => {
+    const dir = await mkdtemp(path.join(base, 'case-'));
+    const netns = makeNetns();
+    const run = `${dir}/run`;
+    const vmmd = `${run}/util/vmmd.sock`;
+    const consoleSocket = `${run}/util/console.sock`;
+    let daemon = await startDaemon(dir, netns.name);
+    try {
+      const names = [':counter', ...Array.from({ length: 9 }, (_, i) => `:w${i}`)].sort();
+      for (const vm of names) {
+        const args = vm === ':counter' ? ['count', '100'] : ['wait', vm.slice(1)];
+        const created = await request(vmmd, vm, {
+          type: 'unikernel-create',
+          force: false,
+          release: '2.7',
+          config: await canaryConfig(netImage, args, bridged),
+        });
+        expect(said(created[0])).toBe('created unikernel');
+      }
+      const pids = await tenders(run);
+      expect(Object.keys(pids).sort()).toEqual(names);
+      const before = await artefacts(run, netns);
+      expect(before.fifos).toEqual(names);
+      expect(before.records).toEqual(pids);
+      expect(before.taps).toHaveLength(10);
+      let last = continues(await readCounter(consoleSocket, 0, 3), 0);
+
+      for (let i = 0; i < 20; i++) {
+        const signal = i % 2 === 0 ? 'SIGTERM' : 'SIGKILL';
+        daemon.child.kill(signal);
+        await daemon.exited;
+        daemon = await startDaemon(dir, netns.name);
+        expect(await tenders(run), `after restart ${i + 1} (${signal})`).toEqual(pids);
+        expect(await infoNames(vmmd)).toEqual(names);
+        expect(await artefacts(run, netns)).toEqual(before);
+        last = continues(await readCounter(consoleSocket, last, 2), last);
+      }
+      // The explicit mode: every guest stopped, nothing left.
+      await daemon.stop('SIGUSR2');
+      expect(await tenders(run)).toEqual({});
+      expect((await artefacts(run, netns)).taps).toEqual([]);
+    } finally {
+      await daemon.stop('SIGUSR2');
+      netns.destroy();
+    }
+  }, 300_000);
+
+  it('says how many bytes were dropped when the holder buffer overflowed while petreld was away', async () => {
+    const dir = await mkdtemp(path.join(base, 'case-'));
+    const netns = makeNetns();
+    const run = `${dir}/run`;
+    const consoleSocket = `${run}/util/console.sock`;
+    let daemon = await startDaemon(dir, netns.name, ['--console-buffer', '1024']);
+    try {
+      const created = await request(`${run}/util/vmmd.sock`, ':counter', {
+        type: 'unikernel-create',
+        force: false,
+        release: '2.7',
+        config: await canaryConfig(image, ['count', '5']),
+      });
+      expect(said(created[0])).toBe('created unikernel');
+      const seen = continues(await readCounter(consoleSocket, 0, 10), 0);
+      daemon.child.kill('SIGKILL');
+      await daemon.exited;
+      // ~25 bytes every 5 ms: far more than 1 KiB while no petreld reads.
+      await new Promise((r) => setTimeout(r, 1_000));
+      daemon = await startDaemon(dir, netns.name, ['--console-buffer', '1024']);
+      const lines = await readCounter(consoleSocket, seen, 10);
+      const marker = lines.findIndex((l) => l.startsWith('[petrel: '));
+      expect(marker).toBeGreaterThanOrEqual(0);
+      const dropped = Number(
+        /^\[petrel: (\d+) bytes of console output dropped\]$/u.exec(lines[marker] ?? '')?.[1],
+      );
+      const next = Number(/^petrel-canary count (\d+)$/u.exec(lines[marker + 1] ?? '')?.[1]);
+      expect(next).toBeGreaterThan(seen + 1);
+      // The lines from the marker on continue without a gap...
+      continues(lines.slice(marker + 1), next - 1);
+      // ...and the marker counts exactly the lines lost between the last one petreld handled
+      // (the subscriber saw up to `seen`, petreld may have handled a few more) and `next`.
+      const bytes = (n: number) => `petrel-canary count ${n}\n`.length;
+      const suffixes = new Set<number>();
+      for (let handled = seen, sum = 0; handled < next - 1; handled++) {
+        sum = 0;
+        for (let n = handled + 1; n < next; n++) sum += bytes(n);
+        suffixes.add(sum);
+      }
+      expect(
+        suffixes.has(dropped),
+        `${dropped} is not the size of lines ${seen + 1}…${next - 1} or a suffix`,
+      ).toBe(true);
+    } finally {
+      await daemon.stop('SIGUSR2');
+      netns.destroy();
+    }
+  }, 120_000);
+});
