@@ -111,6 +111,8 @@ describe('adoption at start-up', () => {
   it('keeps an adopted guest whose image file is gone, and says so', async () => {
     const { t } = await engine();
     await t.run(':vm', createCommand(await canaryConfig(canaryImage, ['wait', 'x'])));
+    // Running: the tender has loaded its image (it reads it after it started).
+    await waitForLine(t.hub, ':vm', 'petrel-canary x');
     const pid = t.engine.pidOf(name(':vm'));
     await t.crash();
     await rm(`${t.runDir}/:vm.img`);
@@ -125,8 +127,9 @@ describe('adoption at start-up', () => {
   it('decides restart on failure for a guest that exited while no petreld was attached', async () => {
     const { t } = await engine();
     const restart = { failBehaviour: { kind: 'restart' as const, exitCodes: [] } };
-    await t.run(':again', createCommand(await canaryConfig(canaryImage, ['sleep', '1'], restart)));
-    await t.run(':gone', createCommand(await canaryConfig(canaryImage, ['sleep', '1'])));
+    // They exit (0) after 3 s: long after the engine is gone, however loaded the machine.
+    await t.run(':again', createCommand(await canaryConfig(canaryImage, ['sleep', '3'], restart)));
+    await t.run(':gone', createCommand(await canaryConfig(canaryImage, ['sleep', '3'])));
     const pids = [t.engine.pidOf(name(':again')), t.engine.pidOf(name(':gone'))];
     await t.crash();
     await until(() => pids.every((p) => !alive(p)));
@@ -140,7 +143,7 @@ describe('adoption at start-up', () => {
     await until(() => second.engine.running.includes(':again'));
     expect(second.engine.pidOf(name(':again'))).not.toBe(pids[0]);
     expect(second.engine.running).not.toContain(':gone');
-    await waitForLine(second.hub, ':again', 'petrel-canary tick 1');
+    await waitForLine(second.hub, ':again', 'petrel-canary tick 1', 15_000);
     // The decision is durable: a later start knows nothing of :gone, and :again runs.
     await second.engine.idle();
     await second.crash();
