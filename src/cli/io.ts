@@ -1,9 +1,8 @@
 // The real process I/O behind CliIo: stdout/stderr streams, the file system, the terminal and
 // the interrupt signals. Every part is set up when first used: a short command pays for nothing
-// it does not touch (node:stream/promises, a stderr stream it never writes to).
+// it does not touch (node:fs/promises, node:stream/promises, a stderr it never writes to).
 
 import { createReadStream, createWriteStream } from 'node:fs';
-import { readFile, stat, writeFile } from 'node:fs/promises';
 import type { CliIo } from './command.js';
 
 async function readStdin(): Promise<Uint8Array> {
@@ -71,11 +70,12 @@ export function processIo(): CliIo {
     stderr: (text) => {
       stderr().write(text);
     },
-    readFile: (path) => (path === '-' ? readStdin() : readFile(path)),
-    writeFile: (path, data) => writeFile(path, data),
+    readFile: async (path) =>
+      path === '-' ? readStdin() : (await import('node:fs/promises')).readFile(path),
+    writeFile: async (path, data) => (await import('node:fs/promises')).writeFile(path, data),
     openRead: async (path) => {
       if (path === '-') return { size: null, chunks: process.stdin };
-      const { size } = await stat(path);
+      const { size } = await (await import('node:fs/promises')).stat(path);
       // Opened before returning, so a missing or unreadable file fails here, not mid-stream.
       const stream = createReadStream(path, { highWaterMark: 64 * 1024 });
       await new Promise<void>((resolve, reject) => {
