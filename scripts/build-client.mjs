@@ -1,8 +1,11 @@
 #!/usr/bin/env node
-// Bundles the `petrel` client, so that a command's start-up reads two files instead of some forty
-// modules: dist/src/cli/petrel.js (the dispatcher) and dist/src/cli/commands/NAME.js, one whole
-// bundle per subcommand, written over what tsc emitted at those paths (`npm run build:ts`).
-import { existsSync, readdirSync } from 'node:fs';
+// Bundles the `petrel` client into CommonJS files, so that a command's start-up reads two of them
+// and never starts Node's ES module loader (which alone costs more than the command's own code):
+// dist/src/cli/petrel.cjs (the dispatcher, the `petrel` executable), one whole bundle per
+// subcommand in dist/src/cli/commands/NAME.cjs, and dist/src/cli/remote.cjs (the TLS client, for
+// --remote only). dist/src/cli/petrel.js, which tsc wrote, becomes a shim that loads petrel.cjs.
+import { existsSync, readdirSync, writeFileSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -20,41 +23,69 @@ try {
 const root = fileURLToPath(new URL('..', import.meta.url));
 const commands = readdirSync(path.join(root, 'src/cli/commands')).filter((f) => f.endsWith('.ts'));
 
+const cli = (file) => path.join(root, 'src/cli', file);
+
 /**
- * Imports that stay separate files, left as written: the dispatcher loads each subcommand's
- * bundle on demand, and the TLS client (tsc's dist/src/tls/client.js) is loaded for --remote
- * only. Packages stay in node_modules. Every import left is checked below to resolve from dist/.
+ * Imports that stay separate files: the dispatcher loads each subcommand's bundle on demand,
+ * and the commands load the TLS client's only for --remote; packages stay in node_modules.
+ * Each is written relative to where it lands (dist/src/cli/, dist/src/cli/commands/); every
+ * relative import left is checked below to resolve from there.
  */
 const separate = {
   name: 'separate',
   setup(builder) {
     builder.onResolve({ filter: /^\.\/commands\/[\w-]+\.js$/ }, (args) =>
-      args.importer === path.join(root, 'src/cli/dispatch.ts')
-        ? { path: args.path, external: true }
+      args.importer === cli('dispatch.ts')
+        ? { path: args.path.replace(/\.js$/, '.cjs'), external: true }
         : undefined,
     );
-    builder.onResolve({ filter: /\/tls\/client\.js$/ }, (args) => ({ path: args.path, external: true }));
+    // Code that finds files from its own module (the fleet's migrations) does so from the
+    // bundle: CommonJS has no import.meta, so the URL is made from the bundle's __filename.
+    builder.onLoad({ filter: /\.ts$/ }, async (args) => {
+      const source = await readFile(args.path, 'utf8');
+      if (!source.includes('import.meta.url')) return undefined;
+      const url = "require('node:url').pathToFileURL(__filename).href";
+      return { contents: source.replaceAll('import.meta.url', url), loader: 'ts' };
+    });
+    builder.onResolve({ filter: /\/tls\/client\.js$/ }, (args) =>
+      args.importer.startsWith(cli('')) ? { path: '../remote.cjs', external: true } : undefined,
+    );
   },
 };
 
 const result = await build({
   absWorkingDir: root,
-  entryPoints: ['src/cli/petrel.ts', ...commands.map((f) => `src/cli/commands/${f}`)],
+  entryPoints: [
+    { in: 'src/cli/petrel.ts', out: 'petrel' },
+    ...commands.map((file) => ({ in: `src/cli/commands/${file}`, out: `commands/${file.slice(0, -3)}` })),
+    { in: 'src/tls/client.ts', out: 'remote' },
+  ],
   outdir: 'dist/src/cli',
-  outbase: 'src/cli',
+  outExtension: { '.js': '.cjs' },
   bundle: true,
-  format: 'esm',
+  format: 'cjs',
   platform: 'node',
   target: 'node20',
   packages: 'external',
+  // import() becomes require(), so no bundle starts the ES module loader.
+  supported: { 'dynamic-import': false },
   sourcemap: true,
   plugins: [separate],
   metafile: true,
   logLevel: 'warning',
 });
 
-// An import left relative must find its file from where the bundle landed (the TLS client's
-// `../../tls/client.js` is written from src/cli/client/ and read from dist/src/cli/commands/).
+// `node dist/src/cli/petrel.js` (the README's way) still works, through the bundle.
+writeFileSync(
+  path.join(root, 'dist/src/cli/petrel.js'),
+  `#!/usr/bin/env node
+// Written by scripts/build-client.mjs over tsc's module: the client is the bundle petrel.cjs.
+import { createRequire } from 'node:module';
+
+createRequire(import.meta.url)('./petrel.cjs');
+`,
+);
+// An import left relative must find its file from where the bundle landed.
 const missing = [];
 for (const [output, { imports }] of Object.entries(result.metafile.outputs)) {
   for (const { path: target, external } of imports) {
