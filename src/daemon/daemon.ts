@@ -164,8 +164,10 @@ export function createDaemon(options: DaemonOptions): Daemon {
 
     const root = rootPolicy(report, config.offerMemory);
     if (!root.ok) return root;
+    const probedMs = Math.round(performance.now() - began);
     const restored = await engine.restore(root.value);
     if (!restored.ok) return restored;
+    const restoredMs = Math.round(performance.now() - began);
     for (const line of restored.value.cleaned) log.info({ leftover: line }, 'start-up cleanup');
 
     stats = lazyStatsService({
@@ -254,6 +256,8 @@ export function createDaemon(options: DaemonOptions): Daemon {
     log.info(
       {
         readyMs,
+        probedMs,
+        restoredMs,
         adopted: restored.value.adopted.length,
         started: restored.value.started.length,
         failed: restored.value.failed.length,

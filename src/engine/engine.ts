@@ -733,16 +733,19 @@ export class Engine {
     const adopted: string[] = [];
     const failed: { name: string; reason: string }[] = [];
     const handled = new Set<string>();
-    for (const adoptable of plan.adopt) {
+    // Taken over all at once: each is admitted before its first await, so the tree stays
+    // consistent, and the holder answers the watches in one stream.
+    const taken = await Promise.all(plan.adopt.map((adoptable) => this.#adopt(adoptable)));
+    for (const [i, adoptable] of plan.adopt.entries()) {
       const key = vmKey(adoptable.name);
       handled.add(key);
-      const taken = await this.#adopt(adoptable);
-      if (taken.ok) {
+      const outcome = taken[i];
+      if (outcome?.ok) {
         adopted.push(key);
         continue;
       }
-      // Admission is the only refusal: the tree no longer has room for it (the host shrank).
-      failed.push({ name: key, reason: taken.error.message });
+      // Refused by admission (the host shrank), or gone from the holder meanwhile.
+      failed.push({ name: key, reason: outcome?.error.message ?? 'not adopted' });
       const dismissed = await this.#host.dismissTender(adoptable.held);
       if (dismissed.ok) cleanedUp.push(dismissed.value);
     }
@@ -787,15 +790,17 @@ export class Engine {
     if (!allocation.ok) return allocation;
     const admitted = T.admitUnikernel(this.#tree, name, allocation.value);
     if (!admitted.ok) return admitted;
+    this.#tree = admitted.value;
     const feed = consoleFeed(this.#hub, name);
     this.#hub.attach(name, this.#consoleLimit(name.path));
     const taken = await this.#host.adoptTender(held, feed.sink);
     if (!taken.ok) {
       this.#hub.detach(name);
+      const released = T.releaseUnikernel(this.#tree, name);
+      if (released.ok) this.#tree = released.value;
       return taken;
     }
     feed.attach(taken.value.reader);
-    this.#tree = admitted.value;
     this.#supervise({
       name,
       config,
