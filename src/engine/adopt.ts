@@ -32,8 +32,13 @@ export interface HeldTender {
   readonly exit: { readonly code: number | null; readonly signal: string | null } | null;
   readonly startedAt: Date;
   readonly exitedAt: Date | null;
-  /** `<run-dir>/tenders/<name>` names this pid with its start time, and it is alive. */
-  readonly recorded: boolean;
+  /**
+   * What `<run-dir>/tenders/<name>` says: this very process (pid and start time), another live
+   * process, or nothing alive (no record, or one of a process that is gone). The holder's word
+   * that the process is its child is enough to adopt it; a record naming another live process
+   * is not.
+   */
+  readonly record: 'this' | 'none' | 'other';
 }
 
 export interface StoredUnikernel {
@@ -121,8 +126,8 @@ export function decodeMeta(text: string): TenderMeta | null {
 
 /**
  * Matches held tenders to the committed unikernels. A running tender is adopted only when its
- * name is committed with the very configuration it was started with and its PID record names
- * it (pid and start time); at most one per name. An exited one of a committed name and
+ * name is committed with the very configuration it was started with and no PID record names
+ * another live process for that name; at most one per name. An exited one of a committed name and
  * configuration, when none of that name runs, gets its restart decision; the latest if several.
  */
 export function planAdoption(stored: readonly StoredUnikernel[], held: readonly HeldTender[]): AdoptionPlan {
@@ -158,14 +163,15 @@ export function planAdoption(stored: readonly StoredUnikernel[], held: readonly 
     }
   }
   for (const { held: tender, meta, key } of candidates) {
-    if (tender.exit !== null || !tender.recorded) continue;
+    if (tender.exit !== null || tender.record === 'other') continue;
     const entry = committed.get(key) as { name: VmName; config: UnikernelConfig };
     if (adopt.has(key)) dismiss.push({ held: tender, reason: 'another tender of this name runs' });
     else adopt.set(key, { name: entry.name, config: entry.config, held: tender, meta });
   }
   for (const { held: tender, meta, key } of candidates) {
     if (tender.exit === null) {
-      if (!tender.recorded) dismiss.push({ held: tender, reason: 'its PID record does not name it' });
+      if (tender.record === 'other')
+        dismiss.push({ held: tender, reason: 'its PID record names another process' });
       continue;
     }
     const entry = committed.get(key) as { name: VmName; config: UnikernelConfig };

@@ -11,9 +11,9 @@ import {
 } from '../console/reader.js';
 import { type HeldChildInfo, Holder } from '../host/holder.js';
 import { holderDir } from '../host/paths.js';
-import { checkPidRecord, type PidRecord, readPidRecords } from '../host/pidrecord.js';
+import { checkPidRecord, type PidRecord, readPidRecords, writePidRecord } from '../host/pidrecord.js';
 import { err, ok, type PetrelError, type Result } from '../resources/errors.js';
-import { type Name, printName } from '../resources/name.js';
+import { type Name, parseName, printName } from '../resources/name.js';
 import { adoptTender, spawnTender, type TenderProcess } from '../tender/process.js';
 import { decodeMeta, type HeldTender } from './adopt.js';
 
@@ -110,9 +110,10 @@ export function createTenderHost(options: TenderHostOptions): TenderHost {
       const found: HeldTender[] = [];
       for (const info of listed.value) {
         const record = byName.get(info.tag) ?? null;
-        const same = record !== null && record.pid === info.pid;
-        const liveness = same ? checkPidRecord(record) : null;
-        surveyed.set(info.pid, { info, record: same ? record : null });
+        const liveness = record === null ? null : checkPidRecord(record);
+        const alive = liveness?.ok === true && liveness.value === 'alive';
+        const says = !alive ? 'none' : record?.pid === info.pid ? 'this' : 'other';
+        surveyed.set(info.pid, { info, record: says === 'this' ? record : null });
         found.push({
           pid: info.pid,
           tag: info.tag,
@@ -120,7 +121,7 @@ export function createTenderHost(options: TenderHostOptions): TenderHost {
           exit: info.exit,
           startedAt: info.startedAt,
           exitedAt: info.exitedAt,
-          recorded: liveness?.ok === true && liveness.value === 'alive',
+          record: says,
         });
       }
       return ok(found);
@@ -130,14 +131,23 @@ export function createTenderHost(options: TenderHostOptions): TenderHost {
       const entry = surveyed.get(tender.pid);
       if (entry === undefined || holder === null)
         return err('E_ADOPT', `tender ${tender.pid} was not surveyed`);
-      const adopted = await adoptTender(holder, entry.info, entry.record);
+      const problems: string[] = [];
+      let record = entry.record;
+      const name = parseName(tender.tag);
+      if (record === null && name.ok) {
+        // The holder vouches for the process: only its record was lost. Written again.
+        const written = writePidRecord(options.runDir, name.value, tender.pid);
+        if (written.ok) record = written.value.value;
+        problems.push(written.ok ? 'its PID record was missing (written again)' : written.error.message);
+      }
+      const adopted = await adoptTender(holder, entry.info, record);
       if (adopted === null || adopted.tender.console === null)
         return err('E_ADOPT', `the holder no longer has tender ${tender.pid}`);
       const reader = heldConsoleReader(sink);
       reader.bind(adopted.tender.console, adopted.console);
       const meta = decodeMeta(tender.meta);
       const files = meta === null ? [] : [meta.image, meta.fifo];
-      const problems = files.filter((file) => !existsSync(file)).map((file) => `${file} is missing`);
+      problems.push(...files.filter((file) => !existsSync(file)).map((file) => `${file} is missing`));
       return ok({ tender: adopted.tender, reader, problems });
     },
 

@@ -43,7 +43,7 @@ function held(tag: string, config: UnikernelConfig, change: Partial<HeldTender> 
     exit: null,
     startedAt: new Date(1000),
     exitedAt: null,
-    recorded: true,
+    record: 'this',
     ...change,
   };
 }
@@ -96,15 +96,15 @@ describe('adoption plan', () => {
   it('dismisses what nothing committed refers to, saying why', () => {
     const notInState = held(':other', one);
     const uncommitted = held(':vm', two);
-    const unrecorded = held(':vm', one, { recorded: false });
+    const recordedOther = held(':vm', one, { record: 'other' });
     const foreign = held(':vm', one, { meta: 'not ours' });
-    const plan = planAdoption([stored(':vm', one)], [notInState, uncommitted, unrecorded, foreign]);
+    const plan = planAdoption([stored(':vm', one)], [notInState, uncommitted, recordedOther, foreign]);
     expect(plan.adopt).toEqual([]);
     expect(plan.dismiss.map((d) => [d.held.pid, d.reason])).toEqual([
       [notInState.pid, 'not in the state'],
       [uncommitted.pid, 'started with a configuration that was not committed'],
       [foreign.pid, 'not a tender this petreld can take over'],
-      [unrecorded.pid, 'its PID record does not name it'],
+      [recordedOther.pid, 'its PID record names another process'],
     ]);
   });
 
@@ -122,6 +122,11 @@ describe('adoption plan', () => {
     expect(restarted.adopt.map((a) => a.held.pid)).toEqual([running.pid]);
     expect(restarted.exited).toEqual([]);
     expect(restarted.dismiss.map((d) => d.held.pid)).toEqual([early.pid]);
+  });
+
+  it('adopts a tender whose PID record is missing: the holder vouches for it', () => {
+    const tender = held(':vm', one, { record: 'none' });
+    expect(planAdoption([stored(':vm', one)], [tender]).adopt.map((a) => a.held.pid)).toEqual([tender.pid]);
   });
 
   it('adopts at most one tender per name', () => {

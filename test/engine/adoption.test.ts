@@ -124,6 +124,26 @@ describe('adoption at start-up', () => {
     ]);
   });
 
+  it('keeps a guest whose PID record was lost, and writes the record again', async () => {
+    const { t } = await engine();
+    await t.run(':vm', createCommand(await canaryConfig(canaryImage, ['wait', 'x'])));
+    const pid = t.engine.pidOf(name(':vm'));
+    await t.crash();
+    await rm(`${t.runDir}/tenders/:vm`);
+    const { t: second, log } = await reopen(t);
+    expect(second.engine.pidOf(name(':vm'))).toBe(pid);
+    expect(readFileSync(`${t.runDir}/tenders/:vm`, 'utf8')).toMatch(new RegExp(`^${pid} \\d+\n$`, 'u'));
+    expect(log.said('adopted unikernel kept despite a missing file')).toMatchObject([
+      { name: ':vm', problem: 'its PID record was missing (written again)' },
+    ]);
+  });
+
+  it('refuses a second engine on the same run directory while the first is attached', async () => {
+    const { t } = await engine();
+    await expect(reopen(t)).rejects.toThrow(/another petreld \(pid \d+\) is attached to the holder/u);
+    expect(t.engine.running).toEqual([]);
+  });
+
   it('decides restart on failure for a guest that exited while no petreld was attached', async () => {
     const { t } = await engine();
     const restart = { failBehaviour: { kind: 'restart' as const, exitCodes: [] } };
