@@ -98,7 +98,8 @@ export function heldConsoleReader(sink: LineSink): HeldConsoleReader {
       skipping = newline < 0;
     }
     const lines = skipping ? [] : splitter.push(data);
-    if (dropped > 0 && !skipping) {
+    // One marker for everything lost since the last line, just before the next one.
+    if (dropped > 0 && lines.length > 0) {
       lines.unshift(droppedMarker(dropped));
       dropped = 0;
     }
