@@ -3,10 +3,11 @@
 // a reader that goes away, and the exit status a shell sees.
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { SUBCOMMANDS } from '../../src/cli/dispatch.js';
 import { unwrap } from '../../src/resources/errors.js';
 import { parseName } from '../../src/resources/name.js';
 import { encodeWire, frame } from '../../src/wire/index.js';
@@ -17,6 +18,8 @@ import { canaryImage, repo } from '../engine/guest.js';
 import { petrel, until } from './io.js';
 
 const executable = path.join(repo, 'dist', 'src', 'cli', 'petrel.js');
+/** package.json's bin: the bundle that `petrel.js` loads too, when `npm run build` made it. */
+const bin = path.join(repo, JSON.parse(readFileSync(path.join(repo, 'package.json'), 'utf8')).bin.petrel);
 let node: TestDaemon;
 
 beforeAll(async () => {
@@ -81,6 +84,39 @@ async function freed(device: string, at: readonly string[]): Promise<void> {
     await new Promise((resolve) => setTimeout(resolve, 25));
   }
 }
+
+/** `node FILE ARGS…` without a petreld: its status and both outputs. */
+function helpOf(file: string, args: readonly string[]) {
+  const child = spawn(process.execPath, [file, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (d: Buffer) => {
+    stdout += d.toString();
+  });
+  child.stderr.on('data', (d: Buffer) => {
+    stderr += d.toString();
+  });
+  return new Promise<{ status: number | null; stdout: string; stderr: string }>((resolve) =>
+    child.once('close', (status) => resolve({ status, stdout, stderr })),
+  );
+}
+
+describe('petrel --help from dist/, through the bin and through petrel.js', () => {
+  it.each(Object.keys(SUBCOMMANDS))('%s', async (name) => {
+    const files = existsSync(bin) ? [bin, executable] : [executable];
+    for (const file of files) {
+      const run = await helpOf(file, [name, '--help']);
+      expect(run).toMatchObject({ status: 0, stderr: '' });
+      expect(run.stdout).toMatch(new RegExp(`^usage:[\\s\\S]*petrel ${name}`));
+    }
+  });
+
+  it('the list of commands, with options before it', async () => {
+    const run = await helpOf(existsSync(bin) ? bin : executable, ['--json', '--help']);
+    expect(run).toMatchObject({ status: 0, stderr: '' });
+    for (const name of Object.keys(SUBCOMMANDS)) expect(run.stdout).toContain(`  ${name} `);
+  });
+});
 
 describe('the petrel executable', () => {
   it('follows a console until SIGINT, then unsubscribes and exits 0', async () => {
