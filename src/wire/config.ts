@@ -262,8 +262,13 @@ export const readConfigV4 = (r: Reader): UnikernelConfigV4 =>
 export const readConfigV3 = (r: Reader): UnikernelConfigV3 =>
   r.sequence((s) => ({ ...readImagePrefix(s), ...readArgumentsV0Body(s) }));
 
-export const encConfig = (c: UnikernelConfig): Der =>
-  enc.sequence([...imagePrefix(c), ...argumentsBody(c, true)]);
+export const encConfig = (c: UnikernelConfig): Der => encConfigWithImage(c, enc.octets(c.image));
+/**
+ * A 2.7 configuration whose image is the given node: `enc.omitted` to size an entry whose image
+ * is on disk, or an empty OCTET STRING in Petrel's state, which names the image by digest.
+ */
+export const encConfigWithImage = (c: Omit<UnikernelConfig, 'image'>, image: Der): Der =>
+  enc.sequence([encTyp(c.typ), enc.boolean(c.compressed), image, ...argumentsBody(c, true)]);
 export const encConfigV4 = (c: UnikernelConfigV4): Der =>
   enc.sequence([...imagePrefix(c), ...argumentsV1Body(c, true)]);
 export const encConfigV3 = (c: UnikernelConfigV3): Der =>

@@ -25,7 +25,7 @@ export {
   readFrames,
   splitFrames,
 } from './framing.js';
-export { decodeWire, encodeWire, INFO_REPLY_TAG } from './message.js';
+export { decodeWire, encodeWire, INFO_REPLY_TAG, imageReplyHead } from './message.js';
 export {
   consoleLine,
   createConfig,

@@ -4,7 +4,7 @@
 import { parseName, printName } from '../resources/name.js';
 import { encCommand, readCommand } from './command.js';
 import { encPolicy, readPolicy } from './config.js';
-import { ctx, type Der, enc, Reader, TAG, toBytes, unknownTag } from './der.js';
+import { ctx, type Der, enc, headBytes, Reader, TAG, toBytes, unknownTag } from './der.js';
 import { fault, guard, type WireResult } from './errors.js';
 import {
   encInfo,
@@ -52,6 +52,19 @@ export function decodeWire(bytes: Uint8Array): WireResult<Wire> {
 
 export function encodeWire(wire: Wire): WireResult<Uint8Array> {
   return guard(() => toBytes(encWire(wire)));
+}
+
+/**
+ * The unikernel-image reply (Success [6]) up to its image: the caller sends the `length` image
+ * bytes right after it, so a `get` streams from the file instead of building the message.
+ * Together they are byte for byte `encodeWire` of the reply with the image.
+ */
+export function imageReplyHead(header: Header, compressed: boolean, length: number): WireResult<Uint8Array> {
+  return guard(() => {
+    const image = enc.omitted(TAG.OCTET_STRING, length);
+    const reply = enc.explicit(6, enc.sequence([enc.boolean(compressed), image]));
+    return headBytes(enc.sequence([encHeader(header), enc.explicit(1, reply)]), length);
+  });
 }
 
 /** A plain Uint8Array view (a Node Buffer's subarrays would be Buffers too): never a copy. */

@@ -1,13 +1,23 @@
-// The persistent state file (albatross-wire.md §5): every version Albatross ever wrote decodes
-// ([0]–[6]); Petrel writes [6], entries in trie pre-order so equal states give equal bytes.
+// Albatross' state file (albatross-wire.md §5): every version Albatross ever wrote decodes and
+// encodes ([0]–[6]), entries in trie pre-order so equal states give equal bytes. Petrel's own
+// state is not this file (petrel-state.ts); it imports and exports it.
 
 import { nameAsPath, parseName, pathName, printName } from '../resources/name.js';
-import { encConfig, encPolicy, readConfig, readConfigV3, readConfigV4, readPolicy } from './config.js';
-import { ctx, type Der, enc, Reader, toBytes, unknownTag } from './der.js';
+import {
+  encConfig,
+  encConfigV3,
+  encConfigV4,
+  encPolicy,
+  readConfig,
+  readConfigV3,
+  readConfigV4,
+  readPolicy,
+} from './config.js';
+import { ctx, type Der, derHeader, enc, Reader, TAG, toBytes, unknownTag } from './der.js';
 import { fault, guard, type WireResult } from './errors.js';
-import { readConfigV0, readConfigV1, readConfigV2 } from './legacy.js';
+import { encConfigV0, encConfigV1, encConfigV2, readConfigV0, readConfigV1, readConfigV2 } from './legacy.js';
 import { plain } from './message.js';
-import type { CurrentState, Name, Path, State, StatePolicy, StateUnikernel } from './types.js';
+import type { Name, Path, State, StatePolicy, StateUnikernel } from './types.js';
 
 export function decodeState(bytes: Uint8Array): WireResult<State> {
   return guard(() => {
@@ -18,21 +28,57 @@ export function decodeState(bytes: Uint8Array): WireResult<State> {
   });
 }
 
-/** Writes choice [6]; unikernels and policies sorted into trie pre-order. */
-export function encodeState(state: CurrentState): WireResult<Uint8Array> {
+/**
+ * Writes a state file of the state's own version (choice [n]), unikernels and policies sorted
+ * into trie pre-order. Petrel exports [6]; the older versions serve tests of the import.
+ */
+export function encodeState(state: State): WireResult<Uint8Array> {
   return guard(() => {
-    if (state.version !== 6)
-      fault('E_WIRE_ENCODE', `Petrel writes state version 6, not ${String(state.version)}`, null);
-    const unikernels = [...state.unikernels].sort((a, b) => preOrder(nameKey(a.name), nameKey(b.name)));
-    const policies = [...state.policies].sort((a, b) => preOrder(a.path, b.path));
-    checkUnique(unikernels.map((u) => printName(u.name)));
-    checkUnique(policies.map((p) => printName(pathName(p.path))));
-    const body = enc.sequence([
-      enc.sequence(unikernels.map((u) => entry(printName(u.name), encConfig(u.config)))),
-      enc.sequence(policies.map((p) => entry(printName(pathName(p.path)), encPolicy(p.policy)))),
-    ]);
-    return toBytes(enc.explicit(6, body));
+    const unikernels = (list: readonly StateUnikernel<unknown>[], write: (c: never) => Der): Der => {
+      const sorted = [...list].sort((a, b) => preOrder(nameKey(a.name), nameKey(b.name)));
+      checkUnique(sorted.map((u) => printName(u.name)));
+      return enc.sequence(sorted.map((u) => stateEntry(u.name, write(u.config as never))));
+    };
+    const body = (list: readonly StateUnikernel<unknown>[], write: (c: never) => Der): Der => {
+      if (!('policies' in state)) return unikernels(list, write);
+      return enc.sequence([unikernels(list, write), encStatePolicies(state.policies)]);
+    };
+    const version = state.version;
+    if (!Number.isInteger(version) || version < 0 || version > 6)
+      fault('E_WIRE_ENCODE', `no state version ${String(version)}`, null);
+    const writers = [encConfigV1, encConfigV0, encConfigV2, encConfigV3, encConfigV3, encConfigV4, encConfig];
+    return toBytes(enc.explicit(version, body(state.unikernels, writers[version] as (c: never) => Der)));
   });
+}
+
+/** The policies of a state file, in trie pre-order. */
+export function encStatePolicies(policies: readonly StatePolicy[]): Der {
+  const sorted = [...policies].sort((a, b) => preOrder(a.path, b.path));
+  checkUnique(sorted.map((p) => printName(pathName(p.path))));
+  return enc.sequence(sorted.map((p) => entry(printName(pathName(p.path)), encPolicy(p.policy))));
+}
+
+/** One unikernel entry of a state file: its name and its configuration. */
+export const stateEntry = (name: Name, config: Der): Der => entry(printName(name), config);
+
+/**
+ * The bytes of State [6] before its first unikernel entry, for a file written piece by piece
+ * (an export holds every image, too much to build in memory): the caller writes this head, the
+ * entries (`stateEntry`, in `sortStateNames` order), then `encStatePolicies` as the tail.
+ */
+export function stateV6Head(entriesSize: number, tailSize: number): WireResult<Uint8Array> {
+  return guard(() => {
+    const unikernels = derHeader(TAG.SEQUENCE, entriesSize);
+    const outerLength = unikernels.length + entriesSize + tailSize;
+    const outer = derHeader(TAG.SEQUENCE, outerLength);
+    const choice = derHeader(ctx(6), outer.length + outerLength);
+    return Buffer.concat([choice, outer, unikernels]);
+  });
+}
+
+/** Names sorted into the trie pre-order of state files. */
+export function sortStateNames<T extends { readonly name: Name }>(list: readonly T[]): T[] {
+  return [...list].sort((a, b) => preOrder(nameKey(a.name), nameKey(b.name)));
 }
 
 const entry = (key: string, value: Der): Der => enc.sequence([enc.utf8(key), value]);
@@ -40,7 +86,7 @@ const nameKey = (name: Name): readonly string[] =>
   name.label === null ? name.path : [...name.path, name.label];
 
 /** A node before its descendants; siblings in ascending bytewise order (labels are ASCII). */
-function preOrder(a: readonly string[], b: readonly string[]): number {
+export function preOrder(a: readonly string[], b: readonly string[]): number {
   const n = Math.min(a.length, b.length);
   for (let i = 0; i < n; i++) {
     const x = a[i] as string;

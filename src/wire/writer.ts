@@ -74,8 +74,41 @@ class Encoded implements Der {
   }
 }
 
+/**
+ * A primitive whose `length` content bytes are not in memory: it counts in every size, and
+ * writing it writes its header only. Ending an encoding with one gives the head of a message
+ * whose last value is sent separately (an image streamed from a file).
+ */
+class Omitted implements Der {
+  readonly size: number;
+  constructor(
+    readonly tag: number,
+    readonly length: number,
+  ) {
+    this.size = 1 + lengthSize(length) + length;
+  }
+  write(out: Uint8Array, pos: number): number {
+    return writeHeader(out, pos, this.tag, this.length) + this.length;
+  }
+}
+
 export function toBytes(node: Der): Uint8Array {
   const out = new Uint8Array(node.size);
+  node.write(out, 0);
+  return out;
+}
+
+/** The identifier and length octets of a value with `tag` and `length` content bytes. */
+export function derHeader(tag: number, length: number): Uint8Array {
+  if (!Number.isSafeInteger(length) || length < 0) encodeFault(`invalid length ${length}`);
+  const out = new Uint8Array(1 + lengthSize(length));
+  writeHeader(out, 0, tag, length);
+  return out;
+}
+
+/** The encoding of `node` without the content of the `enc.omitted` value that ends it. */
+export function headBytes(node: Der, omitted: number): Uint8Array {
+  const out = new Uint8Array(node.size - omitted);
   node.write(out, 0);
   return out;
 }
@@ -137,6 +170,11 @@ export const enc = {
   implicit: (n: number, children: readonly Der[]): Der => new Constructed(ctx(n), children),
   constructed: (tag: number, children: readonly Der[]): Der => new Constructed(tag, children),
   primitive: (tag: number, body: Uint8Array): Der => new Primitive(tag, body),
+  /** A primitive of `length` bytes written elsewhere (see `headBytes`); sizes count them. */
+  omitted: (tag: number, length: number): Der => {
+    if (!Number.isSafeInteger(length) || length < 0) encodeFault(`invalid length ${length}`);
+    return new Omitted(tag, length);
+  },
 };
 
 /** The order of the encodings of two short primitives (identifier, one length byte, body). */

@@ -1,11 +1,12 @@
 // State files: every version Albatross wrote decodes and upgrades to version 6 with the documented
-// defaults; Petrel writes version 6 in trie pre-order.
+// defaults, and encodes again (export writes 6, import tests write the others) in trie pre-order.
 
 import { describe, expect, test } from 'vitest';
-import { encConfigV3, encConfigV4, encPolicy } from '../../src/wire/config.js';
+import { encConfig, encConfigV3, encConfigV4, encPolicy } from '../../src/wire/config.js';
 import { type Der, enc, toBytes } from '../../src/wire/der.js';
 import { decodeState, encodeState, upgradeState } from '../../src/wire/index.js';
 import { encConfigV0, encConfigV1, encConfigV2 } from '../../src/wire/legacy.js';
+import { encStatePolicies, sortStateNames, stateEntry, stateV6Head } from '../../src/wire/state.js';
 import type {
   UnikernelConfig,
   UnikernelConfigV0,
@@ -184,5 +185,49 @@ describe('writing version 6', () => {
       toHex(bytes),
     );
     expect(ok(decodeState(bytes))).toEqual(state);
+  });
+});
+
+describe('writing every version (the import tests write Albatross files of any release)', () => {
+  test('each version decodes back to itself; [3] as Albatross 2.1 writes it', () => {
+    const { cpuid: _c, ...rest } = V3;
+    const states = [
+      { version: 3, unikernels: [{ name: name('sub:ctl'), config: V3 }] },
+      {
+        version: 4,
+        unikernels: [{ name: name(':a'), config: V3 }],
+        policies: [{ path: [], policy: ROOT_POLICY }],
+      },
+      {
+        version: 5,
+        unikernels: [{ name: name(':a'), config: { ...rest, startup: 3, addName: false, cpuid: 1 } }],
+        policies: [],
+      },
+      { version: 2, unikernels: [{ name: name(':a'), config: { ...V3, blocks: ['d'], bridges: [] } }] },
+      { version: 0, unikernels: [{ name: name(':a'), config: { ...V3, blocks: [], bridges: ['service'] } }] },
+    ] as const;
+    for (const state of states) expect(ok(decodeState(ok(encodeState(state))))).toEqual(state);
+    // The hand-built [3] file of the first test above.
+    expect(toHex(ok(encodeState(states[0])))).toBe(toHex(file(3, entries([['sub:ctl', encConfigV3(V3)]]))));
+  });
+
+  test('written piece by piece (head, entries, policies) it is the same file', () => {
+    for (const imageSize of [0, 3, 200, 70_000]) {
+      const unikernels = ['u:b', ':a', 'u:a'].map((n, i) => ({
+        name: name(n),
+        config: { ...MINIMAL_CONFIG, image: new Uint8Array(imageSize + i).fill(i) },
+      }));
+      const policies = [{ path: name('u:').path, policy: ROOT_POLICY }];
+      const whole = ok(encodeState({ version: 6, unikernels, policies }));
+      const entries = sortStateNames(unikernels).map((u) => toBytes(stateEntry(u.name, encConfig(u.config))));
+      const tail = toBytes(encStatePolicies(policies));
+      const head = ok(
+        stateV6Head(
+          entries.reduce((n, e) => n + e.length, 0),
+          tail.length,
+        ),
+      );
+      expect(Buffer.concat([head, ...entries, tail]).equals(Buffer.from(whole))).toBe(true);
+    }
   });
 });
