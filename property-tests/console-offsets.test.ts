@@ -74,8 +74,10 @@ describe('held console reader', () => {
   });
 });
 
-const config = solo5Config(Buffer.from('image'), { memory: 4, arguments: ['x'] });
+// As the state keeps them: the configuration without its image, the image by digest.
+const { image: _image, ...config } = solo5Config(Buffer.from('image'), { memory: 4, arguments: ['x'] });
 const other = { ...config, arguments: ['y'] };
+const image = { digest: '0'.repeat(64), size: 5 };
 const names = [':a', ':b', ':c'];
 const name = (text: string) => unwrap(parseName(text)) as Name;
 
@@ -95,7 +97,7 @@ describe('adoption plan', () => {
           pid: 100 + i,
           tag: s.tag,
           meta: encodeMeta({
-            fingerprint: configFingerprint(s.committedConfig ? config : other),
+            fingerprint: configFingerprint(s.committedConfig ? config : other, image.digest),
             digest: '00',
             image: '/i',
             fifo: '/f',
@@ -107,7 +109,7 @@ describe('adoption plan', () => {
           record: s.record,
         }));
         const plan = planAdoption(
-          stored.map((n) => ({ name: name(n), config })),
+          stored.map((n) => ({ name: name(n), config, image })),
           held,
         );
         const placed = [
@@ -125,7 +127,7 @@ describe('adoption plan', () => {
           expect(stored).toContain(a.held.tag);
           expect(a.held.exit).toBeNull();
           expect(a.held.record).not.toBe('other');
-          expect(a.meta.fingerprint).toBe(configFingerprint(config));
+          expect(a.meta.fingerprint).toBe(configFingerprint(config, image.digest));
         }
         for (const e of plan.exited) {
           expect(stored).toContain(e.held.tag);

@@ -2,6 +2,7 @@
 // sequence of create / force-create / destroy / policy changes — some host steps failing — the
 // resource tree, the running tender processes and the host artefacts agree with each other and
 // with a simple model of what should run.
+import { readlinkSync } from 'node:fs';
 import { readdir } from 'node:fs/promises';
 import path from 'node:path';
 import fc from 'fast-check';
@@ -11,16 +12,19 @@ import { unwrap } from '../src/resources/errors.js';
 import { makePolicy } from '../src/resources/policy.js';
 import * as T from '../src/resources/tree.js';
 import { canaryImage, canaryNetImage } from '../test/engine/guest.js';
-import { canaryConfig, createCommand, makeEngine } from '../test/engine/harness.js';
+import { canaryConfig, createCommand, makeEngine, storedNames, storedState } from '../test/engine/harness.js';
 
 const RUNS = Number(process.env.ENGINE_PROPERTY_RUNS ?? 12);
 const HOST_STEPS: (keyof EngineHost)[] = [
-  'writeImage',
+  'stageImage',
+  'storeImage',
+  'linkImage',
   'makeFifo',
   'createTap',
   'openConsole',
   'spawnTender',
-  'writeState',
+  'appendJournal',
+  'writeSnapshot',
 ];
 
 type Op =
@@ -107,6 +111,13 @@ describe('engine with host faults', () => {
               .filter((f) => f.endsWith('.img'))
               .map((f) => path.basename(f, '.img'));
             expect(images.sort()).toEqual(inTree);
+            // The store holds one file per image that a running unikernel uses or the committed
+            // state names (a failed state write leaves the old state naming one for a while).
+            const used = new Set(
+              inTree.map((vm) => path.basename(readlinkSync(path.join(t.runDir, `${vm}.img`)))),
+            );
+            for (const u of (await storedState(t.stateDir)).unikernels) used.add(u.image.digest);
+            expect((await readdir(path.join(t.stateDir, 'images'))).sort()).toEqual([...used].sort());
             expect(
               (await readdir(path.join(t.runDir, 'fifo')).catch(() => []))
                 .filter((f) => !f.startsWith('.spare-'))
@@ -125,6 +136,19 @@ describe('engine with host faults', () => {
             if (policy !== undefined)
               expect(BigInt(T.usageAt(t.engine.tree, ['t'] as never).vms) <= policy.vms).toBe(true);
           }
+          // The next write without a fault brings the state in line with what runs, whatever
+          // writes failed before; then nothing is left in the store that nothing names.
+          const flush = unwrap(
+            makePolicy({ vms: 7, memory: 64, cpuids: [0], block: null, bridges: ['br0'] }),
+          );
+          await t.run('t:', { type: 'policy-add', policy: flush });
+          await t.engine.idle();
+          const running = t.engine.running.sort();
+          expect(await storedNames(t.stateDir)).toEqual(running);
+          const images = new Set(
+            running.map((vm) => path.basename(readlinkSync(path.join(t.runDir, `${vm}.img`)))),
+          );
+          expect((await readdir(path.join(t.stateDir, 'images'))).sort()).toEqual([...images].sort());
         } finally {
           await t.close();
         }

@@ -1,9 +1,11 @@
 #!/usr/bin/env node
 // The `petreld` daemon executable: `petreld [flags]` starts the daemon (probe, preflight, canary,
-// ready for clients); `petreld check [flags]` runs the probe and preflight only.
+// ready for clients); `petreld check [flags]` runs the probe and preflight only; `petreld
+// export-state FILE` writes the state as an Albatross state file, offline.
 
+import path from 'node:path';
 import pino from 'pino';
-import { configHelp, loadConfig } from '../daemon/config.js';
+import { configHelp, loadConfig, type PetrelConfig } from '../daemon/config.js';
 import { createDaemon } from '../daemon/daemon.js';
 import { checkHost, formatChecks, preflightError } from '../daemon/preflight.js';
 import { runTlsEndpoint, TLS_ENDPOINT_USAGE } from '../tls/cli.js';
@@ -11,12 +13,16 @@ import { runTlsEndpoint, TLS_ENDPOINT_USAGE } from '../tls/cli.js';
 /** Exit statuses by failure kind, so service managers and scripts can tell them apart. */
 const EXIT = { OK: 0, FAILED: 1, CONFIG: 2, PREFLIGHT: 3, CANARY: 4 } as const;
 
-const USAGE = `usage: petreld [check] [--config FILE] [flags]
+const USAGE = `usage: petreld [check | export-state FILE] [--config FILE] [flags]
 
   petreld          probe the host, refuse to start naming anything the configured runtimes
                    need and the host lacks, restore the state, boot the canary, serve clients
   petreld check    probe and print the preflight table (PASS/FAIL/WARN with fix hints);
                    exits 3 when a required check fails
+  petreld export-state FILE
+                   write the state of --state-dir as an Albatross state file (version 6,
+                   images embedded) to FILE; offline: refused while a petreld uses the directory
+                   (to bring one in: petreld --import-albatross-state FILE)
   petreld tls-endpoint --run-dir DIR --ca FILE --cert FILE --key FILE ...
                    only the mutual-TLS endpoint, as its own (unprivileged) process, in front
                    of the sockets of a petreld running on DIR (--help for its flags)
@@ -25,6 +31,7 @@ examples:
   petreld --state-dir ./state --run-dir ./run
   petreld --config /etc/petrel/petreld.toml --tls-listen [::]:1025
   petreld check --runtimes hvt,spt
+  petreld export-state --state-dir /var/lib/petrel /backup/albatross-state
 
 `;
 
@@ -42,6 +49,13 @@ async function main(argv: readonly string[]): Promise<number> {
     return EXIT.OK;
   }
   const [mode, ...extra] = positionals;
+  if (mode === 'export-state') {
+    if (extra.length !== 1) {
+      process.stderr.write(`petreld: export-state needs one FILE\n\n${USAGE}`);
+      return EXIT.CONFIG;
+    }
+    return exportStateFile(config, extra[0] as string);
+  }
   if (extra.length > 0 || (mode !== undefined && mode !== 'check')) {
     process.stderr.write(`petreld: unexpected argument ${JSON.stringify(mode ?? extra[0])}\n\n${USAGE}`);
     return EXIT.CONFIG;
@@ -90,6 +104,21 @@ async function main(argv: readonly string[]): Promise<number> {
     process.once('SIGINT', () => shutdown('SIGINT'));
     process.once('SIGUSR2', () => shutdown('SIGUSR2'));
   });
+}
+
+/** `petreld export-state FILE`: exit 0 once FILE is written, 1 with the reason otherwise. */
+async function exportStateFile(config: PetrelConfig, file: string): Promise<number> {
+  const { exportState } = await import('../daemon/export.js');
+  const log = pino({ level: config.logLevel, base: { pid: process.pid } }, pino.destination(2));
+  const done = await exportState(config, path.resolve(file), log);
+  if (!done.ok) {
+    process.stderr.write(`petreld: ${done.error.message}\n`);
+    return EXIT.FAILED;
+  }
+  process.stdout.write(
+    `exported ${done.value.unikernels} unikernels (${done.value.bytes} bytes) to ${file}\n`,
+  );
+  return EXIT.OK;
 }
 
 /** `petreld tls-endpoint`: runs until SIGTERM or SIGINT; exit 0 after a clean stop. */

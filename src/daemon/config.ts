@@ -33,6 +33,8 @@ export interface PetrelConfig {
   readonly kvmDevice: string;
   readonly tenderHvt: string | null;
   readonly tenderSpt: string | null;
+  /** An Albatross state file to import at start-up (once). */
+  readonly importAlbatrossState: string | null;
   readonly tapPrefix: string;
   readonly bridges: readonly string[];
   /** MiB the root policy offers unikernels; null for all of the host's memory. */
@@ -53,6 +55,7 @@ export interface PetrelConfig {
   readonly stopGuestsOnExit: boolean;
   /** Console bytes the holder keeps per unikernel while no petreld is attached. */
   readonly consoleBuffer: number;
+  readonly stateJournalMax: number;
   readonly statsInterval: number;
   readonly canaryDeadline: number;
   readonly restartBackoffBase: number;
@@ -247,7 +250,7 @@ export const CONFIG_FIELDS: { readonly [K in ConfigKey]: ConfigField<PetrelConfi
     arg: 'DIR',
     defaultValue: '/var/lib/petrel',
     defaultText: '/var/lib/petrel',
-    help: 'state file, block devices (block/) and installed tenders; created 0700 if missing',
+    help: 'the state (petrel.state, petrel.journal), image store (images/), block devices (block/) and installed tenders; created 0700 if missing',
     parse: pathValue,
   }),
   runDir: field({
@@ -255,7 +258,7 @@ export const CONFIG_FIELDS: { readonly [K in ConfigKey]: ConfigField<PetrelConfi
     arg: 'DIR',
     defaultValue: DEFAULT_RUN_DIR,
     defaultText: DEFAULT_RUN_DIR,
-    help: 'sockets (util/*.sock), console FIFOs, images, tender PID records, node.json; created 0700 if missing',
+    help: 'sockets (util/*.sock), console FIFOs, links to images, tender PID records, node.json; created 0700 if missing',
     parse: pathValue,
   }),
   runtimes: field({
@@ -288,6 +291,14 @@ export const CONFIG_FIELDS: { readonly [K in ConfigKey]: ConfigField<PetrelConfi
     defaultValue: null,
     defaultText: 'search',
     help: 'the spt tender (ABI 2); default: <state-dir>/solo5-spt.2, PATH, <state-dir>/solo5-spt, PATH, bundled petrel-spt',
+    parse: optional(pathValue),
+  }),
+  importAlbatrossState: field({
+    table: null,
+    arg: 'FILE',
+    defaultValue: null,
+    defaultText: 'none',
+    help: 'an Albatross state file (versions 0-6, images inside) whose unikernels and policies start-up adds to the state, once (images go to the store)',
     parse: optional(pathValue),
   }),
   tapPrefix: field({
@@ -425,6 +436,14 @@ export const CONFIG_FIELDS: { readonly [K in ConfigKey]: ConfigField<PetrelConfi
     defaultText: '65536',
     help: 'console bytes the holder keeps per unikernel while no petreld is attached; beyond, the oldest are dropped and counted',
     parse: integer(1024, 16 * 1024 * 1024),
+  }),
+  stateJournalMax: field({
+    table: 'limits',
+    arg: 'N',
+    defaultValue: 64 * 1024,
+    defaultText: '65536',
+    help: 'bytes of state journal after which the whole state is written anew as one snapshot (or the snapshot size, if larger)',
+    parse: integer(1, INT32_MAX),
   }),
   statsInterval: field({
     table: 'limits',

@@ -11,6 +11,7 @@ import { createHost } from '../engine/host.js';
 import type { FleetReporter } from '../fleet/reporter.js';
 import { writeFileAtomic } from '../host/files.js';
 import { bundledNativePath } from '../host/native.js';
+import { lockStateDir, type StateLock } from '../host/statelock.js';
 import { err, ok, type PetrelError, type Result } from '../resources/errors.js';
 import { MAX_VMS, makePolicy, type Policy } from '../resources/policy.js';
 import { type LazyStatsService, lazyStatsService } from '../stats/lazy.js';
@@ -93,6 +94,7 @@ export function createDaemon(options: DaemonOptions): Daemon {
     runDir: config.runDir,
     stateDir: config.stateDir,
     tapPrefix: config.tapPrefix,
+    maxImageBytes: config.maxFrameBytes,
     stopTimeoutMs: config.stopTimeout,
     consoleBufferBytes: config.consoleBuffer,
     tenders: {
@@ -109,6 +111,7 @@ export function createDaemon(options: DaemonOptions): Daemon {
     runtimes: config.runtimes,
     // The fleet registry hears of every change of the tree (the reporter coalesces them).
     onTreeChange: () => fleet?.reporter.changed(),
+    compactStateBytes: config.stateJournalMax,
     restart: {
       backoffBaseMs: config.restartBackoffBase,
       backoffMaxMs: config.restartBackoffMax,
@@ -122,6 +125,7 @@ export function createDaemon(options: DaemonOptions): Daemon {
   let fleet: { reporter: FleetReporter; pool: { end(): Promise<void> } } | null = null;
   let metrics: Metrics | null = null;
   let stats: LazyStatsService | null = null;
+  let lock: StateLock | null = null;
   const probe = options.probe ?? probeHost;
   const probeNow = () =>
     probe(probeOptions(config, options.netns === undefined ? {} : { netns: options.netns }));
@@ -139,6 +143,8 @@ export function createDaemon(options: DaemonOptions): Daemon {
     await sockets?.close();
     sockets = null;
     await engine.shutdown({ keepGuests: !(options.stopGuests ?? config.stopGuestsOnExit) });
+    await lock?.release();
+    lock = null;
   }
 
   async function start(): Promise<Result<StartReport, PetrelError>> {
@@ -165,8 +171,22 @@ export function createDaemon(options: DaemonOptions): Daemon {
     const root = rootPolicy(report, config.offerMemory);
     if (!root.ok) return root;
     const probedMs = Math.round(performance.now() - began);
-    const restored = await engine.restore(root.value);
-    if (!restored.ok) return restored;
+    const locked = await lockStateDir(config.stateDir);
+    if (!locked.ok) return locked;
+    lock = locked.value;
+    const importState = await readImportFile(config.importAlbatrossState);
+    if (!importState.ok) {
+      await stop();
+      return importState;
+    }
+    const restored = await engine.restore(
+      root.value,
+      importState.value === null ? {} : { importState: importState.value },
+    );
+    if (!restored.ok) {
+      await stop();
+      return restored;
+    }
     const restoredMs = Math.round(performance.now() - began);
     for (const line of restored.value.cleaned) log.info({ leftover: line }, 'start-up cleanup');
 
@@ -281,6 +301,18 @@ export function createDaemon(options: DaemonOptions): Daemon {
   }
 
   return { engine, hub, start, stop };
+}
+
+/** The Albatross state file `--import-albatross-state` names, if any. */
+async function readImportFile(
+  file: string | null,
+): Promise<Result<{ bytes: Uint8Array; source: string } | null, PetrelError>> {
+  if (file === null) return ok(null);
+  try {
+    return ok({ bytes: await readFile(file), source: file });
+  } catch (cause) {
+    return err('E_STATE_IMPORT', `import: cannot read ${file}: ${(cause as Error).message}`);
+  }
 }
 
 /**

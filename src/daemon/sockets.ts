@@ -14,10 +14,10 @@ import { TEXT } from '../engine/replies.js';
 import type { Label, Name } from '../resources/name.js';
 import { printName } from '../resources/name.js';
 import type { StatsService } from '../stats/service.js';
-import { DEFAULT_MAX_FRAME, type FrameEvent, frameHeader, readFrames } from '../wire/framing.js';
-import { decodeWire, encodeWire } from '../wire/message.js';
+import { DEFAULT_MAX_FRAME, type FrameEvent, FrameReader, frameHeader } from '../wire/framing.js';
+import { decodeWire, encodeWire, imageReplyHead } from '../wire/message.js';
 import { consoleLine } from '../wire/shapes.js';
-import type { Header, Payload, Wire } from '../wire/types.js';
+import type { Command, Header, Payload, Wire } from '../wire/types.js';
 import { WIRE_VERSION } from '../wire/types.js';
 import { SOCKET_NAMES } from './layout.js';
 
@@ -71,21 +71,40 @@ function drainedOrClosed(socket: Duplex): Promise<void> {
   });
 }
 
-function responsePayload(response: Exclude<EngineResponse, { kind: 'stream' }>): Payload {
+function responsePayload(response: Extract<EngineResponse, { kind: 'reply' | 'failure' }>): Payload {
   return response.kind === 'reply'
     ? { kind: 'reply', reply: response.reply }
     : { kind: 'failure', message: response.message };
 }
 
-/** Frames of a connection, pulled one at a time. */
+/** Raw chunks follow these commands on vmmd.sock: block set [7], and a create without an image. */
+function takesChunks(command: Command): boolean {
+  return (
+    command.type === 'block-set' || (command.type === 'unikernel-create' && command.config.image.length === 0)
+  );
+}
+
+/**
+ * Frames of a connection, pulled one at a time. A frame handed out is referenced from nowhere
+ * here, so the frame of a create is freed once the engine has stored its image.
+ */
 class FrameSource {
-  readonly #events: AsyncGenerator<FrameEvent | { kind: 'error'; error: { message: string } }>;
+  readonly #reader: FrameReader;
+  readonly #input: AsyncIterator<Buffer>;
+  readonly #ready: FrameEvent[] = [];
   constructor(socket: Duplex, maxFrame: number) {
-    this.#events = readFrames(socket, { maxFrame });
+    this.#reader = new FrameReader({ maxFrame });
+    this.#input = socket[Symbol.asyncIterator]();
   }
   async next(): Promise<FrameEvent | { kind: 'error'; error: { message: string } } | null> {
-    const next = await this.#events.next();
-    return next.done === true ? null : next.value;
+    while (this.#ready.length === 0) {
+      const read = await this.#input.next();
+      if (read.done === true) return null;
+      const events = this.#reader.push(read.value);
+      if (!events.ok) return { kind: 'error', error: events.error };
+      this.#ready.push(...events.value);
+    }
+    return this.#ready.shift() ?? null;
   }
   /** The raw chunks of a stream, up to its end frame. */
   async *chunks(): AsyncGenerator<Uint8Array> {
@@ -130,18 +149,69 @@ export async function listenLocalSockets(options: SocketOptions): Promise<LocalS
     return wire.value;
   }
 
+  /**
+   * Hands one command to the engine, with the chunks that follow it. Synchronous, so that once
+   * it returns nothing but the engine refers to the command (and the image it may carry).
+   */
+  const submit = (wire: Wire & { payload: { kind: 'command' } }, source: FrameSource) => {
+    const { command } = wire.payload;
+    return {
+      header: wire.header,
+      // Only a successful policy add keeps the connection for the next command (§2.2).
+      policyAdd: command.type === 'policy-add',
+      response: options.engine.execute({
+        name: wire.header.name,
+        command,
+        ...(takesChunks(command) ? { input: source.chunks() } : {}),
+      }),
+    };
+  };
+
+  /** A get's reply: the head of the message, then the image as the engine reads it. */
+  const sendImage = async (
+    socket: Duplex,
+    header: Header,
+    response: Extract<EngineResponse, { kind: 'image' }>,
+  ): Promise<void> => {
+    const head = imageReplyHead(header, response.compressed, response.length);
+    let sent = 0;
+    try {
+      if (!head.ok) throw new Error(head.error.message);
+      socket.write(frameHeader(head.value.length + response.length));
+      socket.write(head.value);
+      for await (const piece of response.chunks) {
+        sent += piece.length;
+        if (sent > response.length || socket.destroyed) break;
+        if (!socket.write(piece)) await drainedOrClosed(socket);
+      }
+    } finally {
+      if (sent !== response.length && !socket.destroyed) {
+        log.error(
+          { name: printName(header.name), sent, length: response.length },
+          'get: the image changed while sent',
+        );
+        socket.destroy();
+      }
+    }
+  };
+
   const serveEngine = async (socket: Duplex) => {
     const source = new FrameSource(socket, maxFrame);
-    for (;;) {
+    // The decoded command lives only inside this function, not across the engine's answer.
+    const nextJob = async () => {
       const wire = await nextCommand(source, SOCKET_NAMES.engine);
-      if (wire === null || wire.payload.kind !== 'command') break;
-      const { header } = wire;
-      const { command } = wire.payload;
-      const response = await options.engine.execute({
-        name: header.name,
-        command,
-        ...(command.type === 'block-set' ? { input: source.chunks() } : {}),
-      });
+      if (wire === null || wire.payload.kind !== 'command') return null;
+      return submit(wire as Wire & { payload: { kind: 'command' } }, source);
+    };
+    for (;;) {
+      const job = await nextJob();
+      if (job === null) break;
+      const { header, policyAdd } = job;
+      const response = await job.response;
+      if (response.kind === 'image') {
+        await sendImage(socket, header, response);
+        break;
+      }
       if (response.kind === 'stream') {
         send(socket, answer(header, { kind: 'reply', reply: response.reply }));
         try {
@@ -159,8 +229,7 @@ export async function listenLocalSockets(options: SocketOptions): Promise<LocalS
         break;
       }
       send(socket, answer(header, responsePayload(response)));
-      // Only a successful policy add keeps the connection for the next command (§2.2).
-      if (!(command.type === 'policy-add' && response.kind === 'reply')) break;
+      if (!(policyAdd && response.kind === 'reply')) break;
     }
     socket.end();
   };

@@ -6,7 +6,7 @@
 import { createHash } from 'node:crypto';
 import { type Name, parseName, printName } from '../resources/name.js';
 import { parseMac } from '../wire/mac.js';
-import type { UnikernelConfig } from '../wire/types.js';
+import type { ImageRef, KeptConfig, UnikernelRecord } from '../wire/petrel-state.js';
 import type { NetAttachment } from './launch.js';
 import type { VmName } from './prepare.js';
 
@@ -16,7 +16,7 @@ export interface TenderMeta {
   readonly fingerprint: string;
   /** SHA-256 (hex) of the inflated image. */
   readonly digest: string;
-  /** The image file the tender was given, and its console FIFO. */
+  /** The image file (the link to the store) the tender was given, and its console FIFO. */
   readonly image: string;
   readonly fifo: string;
   readonly nets: readonly NetAttachment[];
@@ -41,14 +41,10 @@ export interface HeldTender {
   readonly record: 'this' | 'none' | 'other';
 }
 
-export interface StoredUnikernel {
-  readonly name: Name;
-  readonly config: UnikernelConfig;
-}
-
 export interface Adoptable {
   readonly name: VmName;
-  readonly config: UnikernelConfig;
+  readonly config: KeptConfig;
+  readonly image: ImageRef;
   readonly held: HeldTender;
   readonly meta: TenderMeta;
 }
@@ -78,9 +74,15 @@ function canonical(value: unknown): string {
   return JSON.stringify(value ?? null);
 }
 
-/** Identifies a configuration as committed (state) and as started (the holder's meta) alike. */
-export function configFingerprint(config: UnikernelConfig): string {
-  return createHash('sha256').update(canonical(config)).digest('hex');
+/**
+ * Identifies a configuration as committed (state) and as started (the holder's meta) alike:
+ * everything in it, the image by its digest (which `canonical` gives a configuration holding
+ * the bytes of an uncompressed image too).
+ */
+export function configFingerprint(config: KeptConfig, digest: string): string {
+  return createHash('sha256')
+    .update(canonical({ ...config, image: digest }))
+    .digest('hex');
 }
 
 export function encodeMeta(meta: TenderMeta): string {
@@ -130,15 +132,17 @@ export function decodeMeta(text: string): TenderMeta | null {
  * another live process for that name; at most one per name. An exited one of a committed name and
  * configuration, when none of that name runs, gets its restart decision; the latest if several.
  */
-export function planAdoption(stored: readonly StoredUnikernel[], held: readonly HeldTender[]): AdoptionPlan {
-  const committed = new Map<string, { name: VmName; config: UnikernelConfig; fingerprint: string }>();
+export function planAdoption(stored: readonly UnikernelRecord[], held: readonly HeldTender[]): AdoptionPlan {
+  type Committed = { name: VmName; config: KeptConfig; image: ImageRef; fingerprint: string };
+  const committed = new Map<string, Committed>();
   for (const entry of stored) {
     if (entry.name.label === null) continue;
     const name = entry.name as VmName;
     committed.set(printName(name), {
       name,
       config: entry.config,
-      fingerprint: configFingerprint(entry.config),
+      image: entry.image,
+      fingerprint: configFingerprint(entry.config, entry.image.digest),
     });
   }
   const adopt = new Map<string, Adoptable>();
@@ -164,9 +168,9 @@ export function planAdoption(stored: readonly StoredUnikernel[], held: readonly 
   }
   for (const { held: tender, meta, key } of candidates) {
     if (tender.exit !== null || tender.record === 'other') continue;
-    const entry = committed.get(key) as { name: VmName; config: UnikernelConfig };
+    const entry = committed.get(key) as Committed;
     if (adopt.has(key)) dismiss.push({ held: tender, reason: 'another tender of this name runs' });
-    else adopt.set(key, { name: entry.name, config: entry.config, held: tender, meta });
+    else adopt.set(key, { name: entry.name, config: entry.config, image: entry.image, held: tender, meta });
   }
   for (const { held: tender, meta, key } of candidates) {
     if (tender.exit === null) {
@@ -174,7 +178,7 @@ export function planAdoption(stored: readonly StoredUnikernel[], held: readonly 
         dismiss.push({ held: tender, reason: 'its PID record names another process' });
       continue;
     }
-    const entry = committed.get(key) as { name: VmName; config: UnikernelConfig };
+    const entry = committed.get(key) as Committed;
     const earlier = exited.get(key);
     const later = (earlier?.held.exitedAt?.getTime() ?? -1) < (tender.exitedAt?.getTime() ?? 0);
     if (adopt.has(key) || (earlier !== undefined && !later)) {
@@ -182,7 +186,7 @@ export function planAdoption(stored: readonly StoredUnikernel[], held: readonly 
       continue;
     }
     if (earlier !== undefined) dismiss.push({ held: earlier.held, reason: 'an exit already dealt with' });
-    exited.set(key, { name: entry.name, config: entry.config, held: tender, meta });
+    exited.set(key, { name: entry.name, config: entry.config, image: entry.image, held: tender, meta });
   }
   return { adopt: [...adopt.values()], exited: [...exited.values()], dismiss };
 }

@@ -3,35 +3,48 @@
 //      queue with concurrency 1, so nothing interleaves with a transaction;
 //   2. plan: src/resources computes the new tree (admission) or the rejection;
 //   3. validate: image, ELF notes, tender, manifest, bridges (prepare.ts), still without effects;
-//   4. effects: image, FIFO, taps, console, tender (launch.ts), each pushing its undo;
-//   5. commit: swap the tree, write the state file atomically; a failure undoes step 4;
+//   4. effects: image into the store, FIFO, taps, console, tender (launch.ts), each with its undo;
+//   5. commit: swap the tree, append the change to the state journal (state-book.ts); a failure
+//      undoes step 4;
 //   6. reply, only after the commit.
+// A create's image is received into the store's staging area before its transaction queues, so
+// a slow upload never holds the queue and the frame that carried it is released. Stored images
+// nothing uses and the committed state does not name are removed after each task (#sweep).
 // Force-create and restart check steps 2–3 for the new configuration before stopping the old
 // unikernel, hold the queue while it stops, and start it again if the new one cannot start.
 
-import { promisify } from 'node:util';
-import { deflate } from 'node:zlib';
+import { createHash, type Hash } from 'node:crypto';
+import { isDeepStrictEqual } from 'node:util';
 import PQueue from 'p-queue';
 import type { Logger } from 'pino';
 import { consoleFeed } from '../console/feed.js';
 import type { ConsoleHub } from '../console/hub.js';
+import { type ImageRef, readImageFrom, type StagedImage } from '../host/images.js';
+import { deflateChunks } from '../host/zstream.js';
 import { err, ok, type PetrelError, type Result } from '../resources/errors.js';
-import { type Name, type Path, printName, printPath } from '../resources/name.js';
+import { type Name, type Path, pathName, printName, printPath } from '../resources/name.js';
 import type { Policy } from '../resources/policy.js';
 import * as T from '../resources/tree.js';
 import type { TenderKind } from '../tender/elf.js';
-import { inflateImage } from '../tender/image.js';
 import type { TenderExit } from '../tender/process.js';
-import { createConfig, infoReply, restartArguments, upgradeState } from '../wire/shapes.js';
-import { decodeState, encodeState } from '../wire/state.js';
-import type { Command, CurrentState, Data, InfoRelease, Reply, UnikernelConfig } from '../wire/types.js';
+import {
+  encodeSnapshot,
+  type KeptConfig,
+  type PetrelState,
+  type StateChange,
+  type UnikernelRecord,
+} from '../wire/petrel-state.js';
+import { createConfig, infoReply, restartArguments } from '../wire/shapes.js';
+import type { Command, CreateCommand, Data, InfoRelease, Reply, UnikernelConfig } from '../wire/types.js';
 import { type Adoptable, planAdoption } from './adopt.js';
+import { fileDigest, importAlbatrossState } from './albatross.js';
 import { BlockCommands } from './blocks.js';
 import { publishCommand, publishRestart, publishStep } from './events.js';
 import type { EngineHost } from './host.js';
+import { ImageUsers } from './image-users.js';
 import { unikernelInfo } from './info.js';
 import { describeExit, launch, type RunningVm, releaseHost, vmKey } from './launch.js';
-import { allocationOf, type Prepared, prepare, type VmName } from './prepare.js';
+import { allocationOf, type ImageInput, type Prepared, prepare, type VmName } from './prepare.js';
 import { invalidLevel, TEXT, unsupportedType } from './replies.js';
 import {
   DEFAULT_RESTART,
@@ -40,8 +53,7 @@ import {
   type RestartHistory,
   type RestartOptions,
 } from './restart.js';
-
-const deflateAsync = promisify(deflate);
+import { StateBook } from './state-book.js';
 
 export interface EngineOptions {
   readonly host: EngineHost;
@@ -53,15 +65,27 @@ export interface EngineOptions {
   readonly now?: () => number;
   /** The tenders this node runs unikernels with (`--runtimes`); default hvt and spt. */
   readonly runtimes?: readonly TenderKind[];
+  /** Journal bytes after which the state is compacted into a snapshot (default 64 KiB, or the
+   * snapshot's size when larger). */
+  readonly compactStateBytes?: number;
   /** Called synchronously whenever the resource tree changes (the fleet reporter); must not throw. */
   readonly onTreeChange?: (tree: T.Tree) => void;
+}
+
+/** What start-up adds to the committed state. */
+export interface RestoreOptions {
+  /** An Albatross state file to import (`--import-albatross-state`); imported once. */
+  readonly importState?: { readonly bytes: Uint8Array; readonly source: string };
 }
 
 export interface EngineRequest {
   /** The header name of the command. */
   readonly name: Name;
   readonly command: Command;
-  /** Raw chunks that follow the command (block set [7]); ends at the empty chunk. */
+  /**
+   * Raw chunks that follow the command, up to the empty chunk: block set [7], and the image of
+   * a create whose image field is empty (streamed, petrel-differences.md (j)).
+   */
   readonly input?: AsyncIterable<Uint8Array>;
 }
 
@@ -69,7 +93,18 @@ export type EngineResponse =
   | { readonly kind: 'reply'; readonly reply: Reply }
   | { readonly kind: 'failure'; readonly message: string }
   /** A reply followed by data frames (block dump [6]). */
-  | { readonly kind: 'stream'; readonly reply: Reply; readonly data: AsyncIterable<Data> };
+  | { readonly kind: 'stream'; readonly reply: Reply; readonly data: AsyncIterable<Data> }
+  /**
+   * A unikernel image read from the store (get, Success [6]): the reply's image is the `length`
+   * bytes of `chunks`, sent as they are read (see wire `imageReplyHead`). Iterating them to the
+   * end, or stopping early, closes the file.
+   */
+  | {
+      readonly kind: 'image';
+      readonly compressed: boolean;
+      readonly length: number;
+      readonly chunks: AsyncIterable<Uint8Array>;
+    };
 
 export const reply = (r: Reply): EngineResponse => ({ kind: 'reply', reply: r });
 
@@ -85,8 +120,8 @@ const READ_ONLY: ReadonlySet<Command['type']> = new Set([
  * connection. Logged at debug: at info they were most of the log (the TLS endpoint logs each
  * session's request and outcome at info already), and each line costs a write.
  */
-function changedNothing(command: Command, response: EngineResponse): boolean {
-  if (READ_ONLY.has(command.type)) return true;
+function changedNothing(type: Command['type'], response: EngineResponse): boolean {
+  if (READ_ONLY.has(type)) return true;
   return (
     response.kind === 'reply' &&
     response.reply.type === 'string' &&
@@ -107,7 +142,8 @@ interface Supervised {
 
 interface PendingRestart {
   readonly name: VmName;
-  readonly config: UnikernelConfig;
+  readonly config: KeptConfig;
+  readonly image: ImageRef;
   readonly timer: NodeJS.Timeout;
   readonly history: RestartHistory;
 }
@@ -130,6 +166,8 @@ export class Engine {
   readonly #now: () => number;
   readonly #runtimes: readonly TenderKind[];
   readonly #blocks: BlockCommands;
+  readonly #book: StateBook;
+  readonly #users = new ImageUsers();
   #treeValue: T.Tree = T.emptyTree;
   readonly #onTreeChange: ((tree: T.Tree) => void) | undefined;
   readonly #running = new Map<string, Supervised>();
@@ -156,6 +194,7 @@ export class Engine {
     this.#restart = { ...DEFAULT_RESTART, ...options.restart };
     this.#now = options.now ?? Date.now;
     this.#runtimes = options.runtimes ?? ['hvt', 'spt'];
+    this.#book = new StateBook(this.#host, this.#log, options.compactStateBytes);
     this.#blocks = new BlockCommands({
       host: this.#host,
       log: this.#log,
@@ -163,7 +202,7 @@ export class Engine {
       setTree: (tree: T.Tree) => {
         this.#tree = tree;
       },
-      serialize: <R>(task: () => Promise<R>) => this.#queue.add(task),
+      serialize: <R>(task: () => Promise<R>) => this.#serial(task),
     });
   }
 
@@ -200,6 +239,10 @@ export class Engine {
         return this.#blocks.set(name, command.compressed, request.input);
       case 'block-dump':
         return this.#blocks.dump(name, command.level);
+      case 'unikernel-create':
+        return this.#receive(name, command, request.input);
+      case 'unikernel-get':
+        return this.#observe(name, command.type, () => this.#get(name, command.level));
       case 'console-add':
       case 'console-subscribe':
       case 'console-list-inactive':
@@ -209,22 +252,55 @@ export class Engine {
       case 'stats-initial':
         return Promise.resolve(failure(TEXT.unknownCommand));
       default:
-        return this.#queue.add(() => this.#handle(name, command));
+        return this.#serial(() => this.#observe(name, command.type, () => this.#dispatch(name, command)));
     }
   }
 
-  async #handle(name: Name, command: Command): Promise<EngineResponse> {
+  /**
+   * Runs a task in the queue, then removes from the store the images it released that nothing
+   * uses and the committed state does not name (a crash in between leaves an image start-up
+   * removes, never a state naming a missing one).
+   */
+  #serial<R>(task: () => Promise<R>): Promise<R> {
+    return this.#queue.add(async () => {
+      try {
+        return await task();
+      } finally {
+        await this.#sweep();
+      }
+    });
+  }
+
+  async #sweep(): Promise<void> {
+    for (const digest of new Set([...this.#users.takeReleased(), ...this.#book.takeReleased()])) {
+      if (this.#users.holds(digest) || this.#book.refersTo(digest)) continue;
+      const removed = await this.#host.removeStoredImage(digest);
+      if (removed.ok) this.#log.debug({ digest }, 'image removed from the store');
+      else
+        this.#log.error(
+          { digest, problem: removed.error.message },
+          'could not remove an image from the store',
+        );
+    }
+  }
+
+  /** Times and logs one command. */
+  async #observe(
+    name: Name,
+    type: Command['type'],
+    run: () => Promise<EngineResponse> | EngineResponse,
+  ): Promise<EngineResponse> {
     const started = this.#now();
-    const response = await this.#dispatch(name, command);
-    const fields = { command: command.type, name: printName(name), ms: this.#now() - started };
+    const response = await run();
+    const fields = { command: type, name: printName(name), ms: this.#now() - started };
     publishCommand({
-      command: command.type,
+      command: type,
       outcome: response.kind === 'failure' ? 'refused' : 'done',
       ms: fields.ms,
     });
     if (response.kind === 'failure')
       this.#log.info({ ...fields, reason: response.message }, 'command refused');
-    else if (changedNothing(command, response)) this.#log.debug(fields, 'command done');
+    else if (changedNothing(type, response)) this.#log.debug(fields, 'command done');
     else this.#log.info(fields, 'command done');
     return response;
   }
@@ -233,10 +309,6 @@ export class Engine {
     switch (command.type) {
       case 'unikernel-info':
         return this.#info(name, command.release);
-      case 'unikernel-get':
-        return this.#get(name, command.level);
-      case 'unikernel-create':
-        return this.#create(name, createConfig(command), command.force);
       case 'unikernel-restart':
         return this.#restartCommand(name, restartArguments(command));
       case 'unikernel-destroy':
@@ -279,28 +351,90 @@ export class Engine {
     return reply(infoReply(release, entries));
   }
 
+  /**
+   * get (semantics §5.2) from the store: the image is read twice outside the queue, once to
+   * check its digest (and, deflated at `level`, to learn the reply's length) and once as it is
+   * sent, so it is never in memory whole. The file is opened inside the queue: a destroy that
+   * follows cannot take it away. A reply asked with a level is deflated at that level (also
+   * for an image sent compressed: Albatross would return the client's own bytes).
+   */
   async #get(name: Name, level: number): Promise<EngineResponse> {
     if (!Number.isInteger(level) || level < 0 || level > 9) return failure(invalidLevel(level));
-    const run = this.#running.get(printName(name));
-    if (run === undefined) return failure(TEXT.getNotFound);
-    const { config } = run.vm;
-    if (config.compressed && level > 0)
-      return reply({ type: 'unikernel-image', compressed: true, image: config.image });
-    if (!config.compressed && level === 0)
-      return reply({ type: 'unikernel-image', compressed: false, image: config.image });
-    if (config.compressed) {
-      const raw = await inflateImage(config.image, true);
-      if (!raw.ok) return failure(raw.error.message);
-      return reply({ type: 'unikernel-image', compressed: false, image: raw.value });
-    }
-    return reply({
-      type: 'unikernel-image',
-      compressed: true,
-      image: await deflateAsync(config.image, { level }),
+    const found = await this.#queue.add(async () => {
+      const run = this.#running.get(printName(name));
+      if (run === undefined) return null;
+      return { image: run.vm.image, opened: await this.#host.openImage(run.vm.image) };
     });
+    if (found === null) return failure(TEXT.getNotFound);
+    const { image, opened } = found;
+    if (!opened.ok) {
+      this.#log.error({ name: printName(name), problem: opened.error.message }, 'get: image unreadable');
+      return failure(`get: ${opened.error.message}`);
+    }
+    const handle = opened.value;
+    const read = (check: Hash | null) =>
+      (async function* () {
+        for await (const piece of readImageFrom(handle)) {
+          check?.update(piece);
+          yield piece;
+        }
+      })();
+    try {
+      const check = createHash('sha256');
+      let length = 0;
+      for await (const piece of level > 0 ? deflateChunks(read(check), level) : read(check))
+        length += piece.length;
+      const actual = check.digest('hex');
+      if (actual !== image.digest) {
+        const problem = `image ${image.digest} in the store is damaged (its SHA-256 is now ${actual})`;
+        this.#log.error({ name: printName(name), problem }, 'get: image damaged');
+        await handle.close();
+        return failure(`get: ${problem}`);
+      }
+      const chunks = (async function* () {
+        try {
+          yield* level > 0 ? deflateChunks(read(null), level) : read(null);
+        } finally {
+          await handle.close();
+        }
+      })();
+      return { kind: 'image', compressed: level > 0, length, chunks };
+    } catch (cause) {
+      await handle.close();
+      return failure(`get: reading the image failed: ${String(cause)}`);
+    }
   }
 
-  async #create(name: Name, config: UnikernelConfig, force: boolean): Promise<EngineResponse> {
+  /**
+   * A create (or force-create): its image, inline or as the chunks that follow, goes to the
+   * store's staging area first; this function keeps no reference to the command, so the frame
+   * that carried an inline image is released once the image is staged.
+   */
+  #receive(name: Name, command: CreateCommand, input?: AsyncIterable<Uint8Array>): Promise<EngineResponse> {
+    const { image, ...config } = createConfig(command);
+    const chunks = image.length > 0 || input === undefined ? [image] : input;
+    return this.#created(name, config, command.force, this.#host.stageImage(chunks, config.compressed));
+  }
+
+  async #created(
+    name: Name,
+    config: KeptConfig,
+    force: boolean,
+    staging: Promise<Result<StagedImage, PetrelError>>,
+  ): Promise<EngineResponse> {
+    const staged = await staging;
+    try {
+      return await this.#serial(() =>
+        this.#observe(name, 'unikernel-create', () =>
+          this.#create(name, config, { kind: 'staged', staged }, force),
+        ),
+      );
+    } finally {
+      if (staged.ok) await this.#host.discardStaged(staged.value);
+    }
+  }
+
+  async #create(name: Name, config: KeptConfig, image: ImageInput, force: boolean): Promise<EngineResponse> {
     if (name.label === null) return failure(TEXT.pathUsed);
     if (config.typ !== 'solo5') return failure(unsupportedType(config.typ));
     const vmName = name as VmName;
@@ -308,8 +442,8 @@ export class Engine {
     if (running !== undefined && !force) return failure(TEXT.alreadyRunning);
     // A create supersedes a restart that waits for its back-off (Petrel (d)).
     this.#cancelPending(vmKey(vmName));
-    if (running !== undefined) return this.#replace(running, config);
-    const started = await this.#start(vmName, config, false);
+    if (running !== undefined) return this.#replace(running, config, image);
+    const started = await this.#start(vmName, config, image, false);
     return started.ok ? text(TEXT.created) : failure(started.error.message);
   }
 
@@ -323,8 +457,13 @@ export class Engine {
       return failure(TEXT.destroyNotFound);
     }
     const old = running.vm.config;
-    const config: UnikernelConfig = args === null ? old : { ...old, ...args };
-    return this.#replace(running, config);
+    const config: KeptConfig = args === null ? old : { ...old, ...args };
+    return this.#replace(running, config, this.#again(running.vm.image));
+  }
+
+  /** An image already in the store, read again: its digest is checked. */
+  #again(image: ImageRef): ImageInput {
+    return { kind: 'stored', image, verify: true };
   }
 
   async #destroy(name: Name): Promise<EngineResponse> {
@@ -333,12 +472,14 @@ export class Engine {
     if (running !== undefined) {
       await this.#stop(running);
       publishStep(key, 'stopped');
-      await this.#persistLogged();
+      await this.#commitLogged([running.vm.name]);
       publishStep(key, 'state-written');
       return text(TEXT.destroyed);
     }
-    if (this.#cancelPending(key)) {
-      await this.#persistLogged();
+    const pending = this.#pending.get(key);
+    if (pending !== undefined) {
+      this.#cancelPending(key);
+      await this.#commitLogged([pending.name]);
       return text(TEXT.removedFromRestarting);
     }
     return failure(TEXT.destroyNotFound);
@@ -349,7 +490,7 @@ export class Engine {
    * and every check of the new configuration first; then stop the old one and start the new; if
    * that fails, start the old configuration again and say so.
    */
-  async #replace(old: Supervised, config: UnikernelConfig): Promise<EngineResponse> {
+  async #replace(old: Supervised, config: KeptConfig, image: ImageInput): Promise<EngineResponse> {
     const { name } = old.vm;
     const without = T.releaseUnikernel(this.#tree, name);
     if (!without.ok) return failure(without.error.message);
@@ -357,7 +498,7 @@ export class Engine {
     if (!allocation.ok) return failure(allocation.error.message);
     const admitted = T.admitUnikernel(without.value, name, allocation.value);
     if (!admitted.ok) return failure(admitted.error.message);
-    const prepared = await prepare(this.#host, name, config, this.#runtimes);
+    const prepared = await prepare(this.#host, name, config, image, this.#runtimes);
     if (!prepared.ok) return failure(prepared.error.message);
     publishStep(vmKey(name), 'validated');
 
@@ -372,16 +513,17 @@ export class Engine {
       { name: printName(name), reason: first },
       'replacement failed to start; starting the previous unikernel',
     );
-    const again = await this.#start(name, old.vm.config, false);
+    const again = await this.#start(name, old.vm.config, this.#again(old.vm.image), false);
     if (again.ok) return failure(`${first}; the previous unikernel was started again`);
-    await this.#persistLogged();
+    await this.#commitLogged([name]);
     return failure(`${first}; starting the previous unikernel failed too: ${again.error.message}`);
   }
 
   /** Plan, validate and launch a new unikernel, then commit it. */
   async #start(
     name: VmName,
-    config: UnikernelConfig,
+    config: KeptConfig,
+    image: ImageInput,
     transient: boolean,
     persist = true,
   ): Promise<Result<Supervised, PetrelError>> {
@@ -390,7 +532,7 @@ export class Engine {
     const admitted = T.admitUnikernel(this.#tree, name, allocation.value);
     if (!admitted.ok) return admitted;
     publishStep(vmKey(name), 'planned');
-    const prepared = await prepare(this.#host, name, config, this.#runtimes);
+    const prepared = await prepare(this.#host, name, config, image, this.#runtimes);
     if (!prepared.ok) return prepared;
     publishStep(vmKey(name), 'validated');
     return this.#launchPrepared(prepared.value, transient, persist);
@@ -405,6 +547,7 @@ export class Engine {
     // Admission again against the tree as it is now (a force-create has just released the old one).
     const admitted = T.admitUnikernel(this.#tree, name, prepared.allocation);
     if (!admitted.ok) return admitted;
+    this.#users.hold(prepared.image.digest);
     const launched = await launch(
       {
         host: this.#host,
@@ -416,6 +559,7 @@ export class Engine {
       prepared,
     );
     if (!launched.ok) {
+      this.#users.drop(prepared.image.digest);
       const { error, leftovers } = launched.error;
       for (const leftover of leftovers)
         this.#log.error({ name: printName(name), problem: leftover.message }, 'undo failed');
@@ -430,12 +574,13 @@ export class Engine {
     const supervised = this.#supervise(launched.value.vm);
     publishStep(vmKey(name), 'committed');
     if (persist && !transient) {
-      const saved = await this.#persist();
+      const saved = await this.#commit([name]);
       if (!saved.ok) {
         supervised.vm.state = 'stopping';
         this.#running.delete(vmKey(name));
         this.#tree = before;
         await launched.value.undo.rollback();
+        this.#users.drop(prepared.image.digest);
         supervised.released({ code: null, signal: null, sentSignal: 'SIGTERM' });
         return err('E_STATE_WRITE', `could not create unikernel: ${saved.error.message}`);
       }
@@ -466,7 +611,7 @@ export class Engine {
     const supervised: Supervised = { vm, shutdown, released, history };
     this.#running.set(vmKey(vm.name), supervised);
     void vm.tender.shutdown.then((exit) => {
-      if (vm.state === 'running') void this.#queue.add(() => this.#exited(supervised, exit));
+      if (vm.state === 'running') void this.#serial(() => this.#exited(supervised, exit));
     });
     return supervised;
   }
@@ -488,6 +633,7 @@ export class Engine {
     const released = T.releaseUnikernel(this.#tree, vm.name);
     if (released.ok) this.#tree = released.value;
     if (this.#running.get(vmKey(vm.name)) === supervised) this.#running.delete(vmKey(vm.name));
+    this.#users.drop(vm.image.digest);
     vm.state = 'released';
     supervised.released(exit);
   }
@@ -508,15 +654,15 @@ export class Engine {
       // Not the guest's doing: the holder died and its tenders with it (Petrel (k)). Restored
       // from the state, as the next start would, under a new holder.
       this.#log.warn(fields, 'the holder ended and its tender with it; starting the unikernel again');
-      const again = await this.#start(vm.name, vm.config, false, false);
+      const again = await this.#start(vm.name, vm.config, this.#again(vm.image), false, false);
       if (again.ok) again.value.history = supervised.history;
       else {
         this.#log.warn({ ...fields, reason: again.error.message }, 'restore failed; unikernel dropped');
-        await this.#persistLogged();
+        await this.#commitLogged([vm.name]);
       }
       return;
     }
-    await this.#decideAfterExit(vm.name, vm.config, exit, {
+    await this.#decideAfterExit(vm, exit, {
       ranForMs: this.#now() - vm.tender.startedAt.getTime(),
       history: supervised.history,
       fields,
@@ -526,8 +672,7 @@ export class Engine {
 
   /** Restart on failure for an exit (§5.7, Petrel (d)): drop, retry without --name, or restart later. */
   async #decideAfterExit(
-    name: VmName,
-    config: UnikernelConfig,
+    { name, config, image }: { name: VmName; config: KeptConfig; image: ImageRef },
     exit: TenderExit,
     context: {
       ranForMs: number;
@@ -549,14 +694,14 @@ export class Engine {
     switch (decision.kind) {
       case 'drop':
         this.#log.info({ ...fields, reason: decision.reason }, 'unikernel exited');
-        await this.#persistLogged();
+        await this.#commitLogged([name]);
         return;
       case 'retry-without-name': {
         this.#log.info(fields, 'unikernel exited 64 with --name; starting it again without --name');
-        const again = await this.#start(name, { ...config, addName: false }, false);
+        const again = await this.#start(name, { ...config, addName: false }, this.#again(image), false);
         if (!again.ok) {
           this.#log.warn({ ...fields, reason: again.error.message }, 'start without --name failed');
-          await this.#persistLogged();
+          await this.#commitLogged([name]);
         }
         return;
       }
@@ -567,10 +712,12 @@ export class Engine {
         this.#log.info({ ...fields, delayMs }, 'unikernel exited; restart scheduled');
         publishRestart({ name: key, delayMs });
         const timer = setTimeout(() => {
-          void this.#queue.add(() => this.#restartPending(key));
+          void this.#serial(() => this.#restartPending(key));
         }, delayMs);
         timer.unref();
-        this.#pending.set(key, { name: name, config: config, timer, history: decision.history });
+        // The image stays in the store while the restart waits.
+        this.#users.hold(image.digest);
+        this.#pending.set(key, { name, config, image, timer, history: decision.history });
         return;
       }
     }
@@ -580,14 +727,15 @@ export class Engine {
     const pending = this.#pending.get(key);
     if (pending === undefined || this.#shuttingDown) return;
     this.#pending.delete(key);
-    // A successful restart does not rewrite the state file (Albatross #249).
-    const started = await this.#start(pending.name, pending.config, false, false);
+    this.#users.drop(pending.image.digest);
+    // A successful restart does not rewrite the state (Albatross #249): its record is unchanged.
+    const started = await this.#start(pending.name, pending.config, this.#again(pending.image), false, false);
     if (started.ok) {
       started.value.history = pending.history;
       return;
     }
     this.#log.warn({ name: key, reason: started.error.message }, 'restart failed; unikernel dropped');
-    await this.#persistLogged();
+    await this.#commitLogged([pending.name]);
   }
 
   #cancelPending(key: string): boolean {
@@ -595,6 +743,7 @@ export class Engine {
     if (pending === undefined) return false;
     clearTimeout(pending.timer);
     this.#pending.delete(key);
+    this.#users.drop(pending.image.digest);
     return true;
   }
 
@@ -605,19 +754,19 @@ export class Engine {
     const next = T.addPolicy(this.#tree, path, policy);
     if (!next.ok) return failure(next.error.message);
     if (next.value === this.#tree) return text(TEXT.policyUnchanged);
-    return this.#commitTree(next.value, TEXT.policyAdded);
+    return this.#commitTree(next.value, path, TEXT.policyAdded);
   }
 
   async #removePolicy(path: Path): Promise<EngineResponse> {
     const next = T.removePolicy(this.#tree, path);
     if (!next.ok) return failure(next.error.message);
-    return this.#commitTree(next.value, TEXT.policyRemoved);
+    return this.#commitTree(next.value, path, TEXT.policyRemoved);
   }
 
-  async #commitTree(next: T.Tree, done: string): Promise<EngineResponse> {
+  async #commitTree(next: T.Tree, path: Path, done: string): Promise<EngineResponse> {
     const before = this.#tree;
     this.#tree = next;
-    const saved = await this.#persist();
+    const saved = await this.#commit([], [path]);
     if (saved.ok) return text(done);
     this.#tree = before;
     return failure(`could not write the state file: ${saved.error.message}`);
@@ -626,53 +775,88 @@ export class Engine {
   // -------------------------------------------------------------------------------------------
   // Persistence
 
-  /** What the state file must say now: running and pending unikernels, every policy. */
-  #state(): CurrentState {
-    const unikernels: CurrentState['unikernels'][number][] = [];
-    for (const [relative] of T.foldUnikernels(this.#tree, [])) {
-      const run = this.#running.get(printName(relative));
-      if (run !== undefined && !run.vm.transient)
-        unikernels.push({ name: run.vm.name, config: run.vm.config });
+  /** What the state must say about a unikernel now: running (not transient) or pending. */
+  #wanted(key: string): { readonly config: KeptConfig; readonly image: ImageRef } | undefined {
+    const run = this.#running.get(key);
+    if (run !== undefined) return run.vm.transient ? undefined : run.vm;
+    return this.#pending.get(key);
+  }
+
+  /**
+   * Commits what changed about the named unikernels and policy paths: a put for each that the
+   * state must now hold differently, a removal for each it must no longer hold. The write is
+   * the size of these changes, whatever the number of unikernels.
+   */
+  async #commit(names: readonly VmName[], paths: readonly Path[] = []): Promise<Result<void, PetrelError>> {
+    if (!this.#persisting) return ok(undefined);
+    const changes: StateChange[] = [];
+    for (const name of names) {
+      const key = vmKey(name);
+      const wanted = this.#wanted(key);
+      const had = this.#book.unikernel(key);
+      if (wanted === undefined) {
+        if (had !== undefined) changes.push({ kind: 'remove-unikernel', name });
+      } else if (
+        had === undefined ||
+        had.config !== wanted.config ||
+        had.image.digest !== wanted.image.digest
+      ) {
+        changes.push({ kind: 'put-unikernel', record: { name, config: wanted.config, image: wanted.image } });
+      }
+    }
+    for (const path of paths) {
+      const policy = T.findPolicy(this.#tree, path);
+      const had = this.#book.policy(printName(pathName(path)));
+      if (policy === undefined) {
+        if (had !== undefined) changes.push({ kind: 'remove-policy', path });
+      } else if (had === undefined || !isDeepStrictEqual(had.policy, policy)) {
+        changes.push({ kind: 'put-policy', path, policy });
+      }
+    }
+    return this.#book.commit(changes, () => this.#currentState());
+  }
+
+  async #commitLogged(names: readonly VmName[]): Promise<void> {
+    const saved = await this.#commit(names);
+    if (!saved.ok) this.#log.error({ problem: saved.error.message }, 'could not write the state file');
+  }
+
+  /** The whole state as it should be now: running and pending unikernels, every policy. */
+  #currentState(): Omit<PetrelState, 'imported'> {
+    const unikernels: UnikernelRecord[] = [];
+    for (const { vm } of this.#running.values()) {
+      if (!vm.transient) unikernels.push({ name: vm.name, config: vm.config, image: vm.image });
     }
     for (const pending of this.#pending.values())
-      unikernels.push({ name: pending.name, config: pending.config });
+      unikernels.push({ name: pending.name, config: pending.config, image: pending.image });
     const policies = T.foldPolicies(this.#tree, []).map(([name, policy]) => ({ path: name.path, policy }));
-    return { version: 6, unikernels, policies };
-  }
-
-  async #persist(): Promise<Result<void, PetrelError>> {
-    if (!this.#persisting) return ok(undefined);
-    const bytes = encodeState(this.#state());
-    if (!bytes.ok) return bytes;
-    return this.#host.writeState(bytes.value);
-  }
-
-  async #persistLogged(): Promise<void> {
-    const saved = await this.#persist();
-    if (!saved.ok) this.#log.error({ problem: saved.error.message }, 'could not write the state file');
+    return { unikernels, policies };
   }
 
   // -------------------------------------------------------------------------------------------
   // Start-up and shutdown
 
   /**
-   * Brings the host to the last committed state (semantics §13.2 with Petrel (e)): block
-   * devices from the block directory, leftovers of a previous run removed, the discovered root
-   * policy, the stored policies with full checks (a failure is fatal), then the stored
-   * unikernels by startup priority (a failure is logged and the unikernel dropped).
+   * Brings the host to the last committed state (semantics §13.2 with Petrel (e), (j)): block
+   * devices from the block directory; the committed state (an earlier Petrel's state file is
+   * migrated into the store once, an Albatross file given is imported once); leftovers of a
+   * previous run removed, and the store checked (a unikernel whose image is missing is dropped);
+   * the discovered root policy, the stored policies with full checks (a failure is fatal); then
+   * the stored unikernels by startup priority (a failure is logged and the unikernel dropped).
+   * The state is then written whole (a snapshot), which also drops a torn journal tail.
    */
-  restore(root: Policy | null): Promise<Result<RestoreReport, PetrelError>> {
-    return this.#queue.add(async () => {
+  restore(root: Policy | null, options: RestoreOptions = {}): Promise<Result<RestoreReport, PetrelError>> {
+    return this.#serial(async () => {
       this.#persisting = false;
       try {
-        return await this.#restore(root);
+        return await this.#restore(root, options);
       } finally {
         this.#persisting = true;
       }
     });
   }
 
-  async #restore(root: Policy | null): Promise<Result<RestoreReport, PetrelError>> {
+  async #restore(root: Policy | null, options: RestoreOptions): Promise<Result<RestoreReport, PetrelError>> {
     const dirs = await this.#host.makeDirectories();
     if (!dirs.ok) return dirs;
     const blocks = await this.#host.scanBlocks();
@@ -682,17 +866,18 @@ export class Engine {
       const added = T.addBlock(this.#tree, block.name, block.sizeMiB);
       if (added.ok) this.#tree = added.value;
     }
-    const bytes = await this.#host.readState();
-    if (!bytes.ok) return bytes;
-    let state: CurrentState = { version: 6, unikernels: [], policies: [] };
-    if (bytes.value !== null) {
-      const decoded = decodeState(bytes.value);
-      if (!decoded.ok)
-        return err('E_STATE_READ', `bailing out: ${decoded.error.message}`, { cause: decoded.error });
-      state = upgradeState(decoded.value);
-      const kept = await this.#host.keepStartedCopy(bytes.value);
-      if (!kept.ok) return kept;
-    }
+
+    // What was committed, with an earlier Petrel's state file or an Albatross file brought in.
+    const failed: { name: string; reason: string }[] = [];
+    const committed = await this.#committedState(failed);
+    if (!committed.ok) return committed;
+    const imported = await this.#imported(committed.value.state, options.importState, failed);
+    if (!imported.ok) return imported;
+    let state = imported.value;
+    const started = encodeSnapshot(state);
+    if (!started.ok) return started;
+    const kept = await this.#host.keepStartedCopy(started.value);
+    if (!kept.ok) return kept;
 
     // Petrel (k): the tenders an earlier petreld left under the holder. Those of committed
     // unikernels run on; the others are stopped before anything is cleaned or started.
@@ -713,6 +898,30 @@ export class Engine {
     if (!cleaned.ok) return cleaned;
     cleanedUp.push(...cleaned.value);
 
+    // The store: what nothing names goes; a unikernel whose image is gone is dropped, unless its
+    // tender runs on (an adopted guest is never stopped for a file; restarting it will fail).
+    const store = await this.#host.cleanStore(
+      new Map(state.unikernels.map((u) => [u.image.digest, u.image.size])),
+    );
+    if (!store.ok) return store;
+    cleanedUp.push(...store.value.removed);
+    const missing = new Map(store.value.missing.map((m) => [m.digest, m.reason]));
+    const adopting = new Set(plan.adopt.map((a) => vmKey(a.name)));
+    const gone = state.unikernels.filter(
+      (u) => missing.has(u.image.digest) && !adopting.has(printName(u.name)),
+    );
+    for (const u of gone)
+      failed.push({ name: printName(u.name), reason: missing.get(u.image.digest) as string });
+    for (const a of plan.adopt) {
+      const reason = missing.get(a.image.digest);
+      if (reason !== undefined)
+        this.#log.error(
+          { name: printName(a.name), problem: reason },
+          'adopted unikernel runs an image the store lacks',
+        );
+    }
+    state = { ...state, unikernels: state.unikernels.filter((u) => !gone.includes(u)) };
+
     if (root !== null) {
       const placed = T.addPolicy(this.#tree, [], root);
       if (!placed.ok) return err('E_POLICY_RESTORE', `root policy: ${placed.error.message}`);
@@ -731,7 +940,6 @@ export class Engine {
     }
 
     const adopted: string[] = [];
-    const failed: { name: string; reason: string }[] = [];
     const handled = new Set<string>();
     // Taken over all at once: each is admitted before its first await, so the tree stays
     // consistent, and the holder answers the watches in one stream.
@@ -750,33 +958,49 @@ export class Engine {
       if (dismissed.ok) cleanedUp.push(dismissed.value);
     }
     for (const away of plan.exited) {
-      const key = vmKey(away.name);
-      handled.add(key);
-      await this.#exitedWhileAway(away);
+      handled.add(vmKey(away.name));
+      if (!missing.has(away.image.digest)) await this.#exitedWhileAway(away);
     }
 
     const order = state.unikernels
       .map((entry, index) => ({ entry, index }))
       .filter(({ entry }) => !handled.has(printName(entry.name)))
       .sort((a, b) => (a.entry.config.startup ?? 50) - (b.entry.config.startup ?? 50) || a.index - b.index);
-    const started: string[] = [];
+    const running: string[] = [];
+    const dropped: string[] = [];
     for (const { entry } of order) {
       const key = printName(entry.name);
       if (entry.name.label === null) {
         failed.push({ name: key, reason: TEXT.pathUsed });
         continue;
       }
-      const run = await this.#start(entry.name as VmName, entry.config, false, false);
-      if (run.ok) started.push(key);
-      else failed.push({ name: key, reason: run.error.message });
+      // Present with its size (checked above); its digest is checked when it is next read.
+      const stored: ImageInput = { kind: 'stored', image: entry.image, verify: false };
+      const run = await this.#start(entry.name as VmName, entry.config, stored, false, false);
+      if (run.ok) running.push(key);
+      else {
+        failed.push({ name: key, reason: run.error.message });
+        dropped.push(entry.image.digest);
+      }
     }
-    for (const f of failed) this.#log.warn(f, 'stored unikernel not restarted; dropped from the state file');
+    for (const f of failed) this.#log.error(f, 'stored unikernel not restarted; dropped from the state');
+    // What a start drops stays in the store until the next start, with petrel.state.started
+    // naming it (Albatross #203: a host broken at boot must not lose every unikernel).
+    this.#book.keep(dropped);
     this.#persisting = true;
-    const saved = await this.#persist();
+    const saved = await this.#book.replace({ ...this.#currentState(), imported: state.imported });
     if (!saved.ok) return saved;
     // Exits dealt with are forgotten only now that the state says what became of them.
     for (const away of plan.exited) await this.#host.dismissTender(away.held);
-    return ok({ cleaned: cleanedUp, adopted, started, failed });
+    if (committed.value.retire) {
+      const retired = await this.#host.retireLegacyState();
+      if (!retired.ok) return retired;
+      this.#log.info(
+        { backup: retired.value },
+        'the earlier state file is now in the image store; kept as a backup',
+      );
+    }
+    return ok({ cleaned: cleanedUp, adopted, started: running, failed });
   }
 
   /**
@@ -785,7 +1009,7 @@ export class Engine {
    * a warning: an adopted guest is never stopped for a file (Petrel (k)).
    */
   async #adopt(adoptable: Adoptable): Promise<Result<void, PetrelError>> {
-    const { name, config, meta, held } = adoptable;
+    const { name, config, image, meta, held } = adoptable;
     const allocation = allocationOf(config);
     if (!allocation.ok) return allocation;
     const admitted = T.admitUnikernel(this.#tree, name, allocation.value);
@@ -801,11 +1025,12 @@ export class Engine {
       return taken;
     }
     feed.attach(taken.value.reader);
+    this.#users.hold(image.digest);
     this.#supervise({
       name,
       config,
-      digest: Buffer.from(meta.digest, 'hex'),
-      imagePath: meta.image,
+      image,
+      imageLink: meta.image,
       fifo: meta.fifo,
       nets: meta.nets,
       tender: taken.value.tender,
@@ -821,7 +1046,7 @@ export class Engine {
   }
 
   /** A committed unikernel whose tender exited while no petreld was attached (Petrel (k)). */
-  async #exitedWhileAway({ name, config, held }: Adoptable): Promise<void> {
+  async #exitedWhileAway({ name, config, image, held }: Adoptable): Promise<void> {
     const exit: TenderExit = {
       code: held.exit?.code ?? null,
       signal: (held.exit?.signal ?? null) as NodeJS.Signals | null,
@@ -835,7 +1060,7 @@ export class Engine {
       exitedAt: held.exitedAt,
     };
     this.#log.info(fields, 'unikernel exited while petreld was away');
-    await this.#decideAfterExit(name, config, exit, {
+    await this.#decideAfterExit({ name, config, image }, exit, {
       ranForMs: exitedAt - held.startedAt.getTime(),
       history: NO_HISTORY,
       fields,
@@ -844,20 +1069,105 @@ export class Engine {
   }
 
   /**
-   * Starts a unikernel that is not written to the state file (the boot canary), through the
-   * same transaction as create.
+   * The committed state; when there is none yet, the state file an earlier Petrel wrote (images
+   * inside, Albatross' format) is migrated: its images go to the store. `retire` says the old
+   * file is to be renamed once the migrated state is committed.
+   */
+  async #committedState(
+    failed: { name: string; reason: string }[],
+  ): Promise<Result<{ state: PetrelState; retire: boolean }, PetrelError>> {
+    const loaded = await this.#book.load();
+    if (!loaded.ok) return loaded;
+    if (loaded.value.ignoredBytes > 0)
+      this.#log.warn(
+        { bytes: loaded.value.ignoredBytes },
+        'a torn entry at the end of the state journal was ignored',
+      );
+    const legacy = await this.#host.readLegacyState();
+    if (!legacy.ok) return legacy;
+    const { state } = loaded.value;
+    if (legacy.value === null) return ok({ state, retire: false });
+    if (loaded.value.found) {
+      // A migration that stopped before the old file was renamed, or a file put there since.
+      if (state.imported.includes(fileDigest(legacy.value))) return ok({ state, retire: true });
+      this.#log.warn(
+        'the state file in the Albatross format is ignored: Petrel has its own state (import it with --import-albatross-state)',
+      );
+      return ok({ state, retire: false });
+    }
+    const migrated = await importAlbatrossState(this.#host, legacy.value, 'state');
+    if (!migrated.ok)
+      return err('E_STATE_READ', `bailing out: ${migrated.error.message}`, { cause: migrated.error });
+    failed.push(...migrated.value.failed);
+    const { unikernels, policies, digest } = migrated.value;
+    this.#log.info({ unikernels: unikernels.length }, 'migrating the state file: images move to the store');
+    return ok({ state: { unikernels, policies, imported: [digest] }, retire: true });
+  }
+
+  /** `state` with an Albatross state file's unikernels and policies added, once per file. */
+  async #imported(
+    state: PetrelState,
+    file: RestoreOptions['importState'],
+    failed: { name: string; reason: string }[],
+  ): Promise<Result<PetrelState, PetrelError>> {
+    if (file === undefined) return ok(state);
+    if (state.imported.includes(fileDigest(file.bytes))) {
+      this.#log.info({ file: file.source }, 'Albatross state file imported before; not again');
+      return ok(state);
+    }
+    const taken = await importAlbatrossState(this.#host, file.bytes, file.source);
+    if (!taken.ok) return err('E_STATE_IMPORT', `import: ${taken.error.message}`, { cause: taken.error });
+    const names = new Set(state.unikernels.map((u) => printName(u.name)));
+    for (const u of taken.value.unikernels) {
+      if (names.has(printName(u.name)))
+        return err('E_STATE_IMPORT', `import: ${file.source}: unikernel ${printName(u.name)} exists already`);
+    }
+    const policies = new Map(state.policies.map((p) => [printName(pathName(p.path)), p.policy]));
+    const added = taken.value.policies.filter((p) => p.path.length > 0);
+    for (const p of added) {
+      const had = policies.get(printName(pathName(p.path)));
+      if (had !== undefined && !isDeepStrictEqual(had, p.policy))
+        return err(
+          'E_STATE_IMPORT',
+          `import: ${file.source}: policy ${printPath(p.path)} differs from the one here`,
+        );
+    }
+    failed.push(...taken.value.failed);
+    this.#log.info(
+      { file: file.source, unikernels: taken.value.unikernels.length },
+      'importing an Albatross state file',
+    );
+    return ok({
+      unikernels: [...state.unikernels, ...taken.value.unikernels],
+      policies: [...state.policies, ...added.filter((p) => !policies.has(printName(pathName(p.path))))],
+      imported: [...state.imported, taken.value.digest],
+    });
+  }
+
+  /**
+   * Starts a unikernel that is not written to the state (the boot canary), through the same
+   * transaction as create.
    */
   startTransient(name: VmName, config: UnikernelConfig): Promise<Result<void, PetrelError>> {
-    return this.#queue.add(async () => {
-      if (this.#running.has(vmKey(name))) return err('E_NAME_TAKEN', TEXT.alreadyRunning);
-      const started = await this.#start(name, config, true);
-      return started.ok ? ok(undefined) : started;
-    });
+    const { image, ...kept } = config;
+    const staging = this.#host.stageImage([image], config.compressed);
+    return (async () => {
+      const staged = await staging;
+      try {
+        return await this.#serial(async () => {
+          if (this.#running.has(vmKey(name))) return err('E_NAME_TAKEN', TEXT.alreadyRunning);
+          const started = await this.#start(name, kept, { kind: 'staged', staged }, true);
+          return started.ok ? ok(undefined) : started;
+        });
+      } finally {
+        if (staged.ok) await this.#host.discardStaged(staged.value);
+      }
+    })();
   }
 
   /** Stops a unikernel and waits for its release, not touching the state file. */
   stopTransient(name: VmName): Promise<TenderExit | null> {
-    return this.#queue.add(async () => {
+    return this.#serial(async () => {
       const running = this.#running.get(vmKey(name));
       return running === undefined ? null : this.#stop(running);
     });
@@ -865,10 +1175,11 @@ export class Engine {
 
   /**
    * Daemon shutdown (semantics §13.3 with Petrel (k)). Pending restarts are cancelled and the
-   * state file is not written, so they come back at next start. With `keepGuests` the tenders
-   * run on under the holder, to be adopted by the next start (an upgrade is not a guest
-   * restart); without, every unikernel is stopped and released, as Albatross does. Transient
-   * unikernels (the canary) are stopped either way: no state names them.
+   * state is not written, so they come back at next start. With `keepGuests` the tenders run on
+   * under the holder, to be adopted by the next start (an upgrade is not a guest restart);
+   * without, every unikernel is stopped and released, as Albatross does. Transient unikernels
+   * (the canary) are stopped either way: no state names them. Either way the store keeps every
+   * image the state names.
    */
   shutdown(options: { readonly keepGuests?: boolean } = {}): Promise<void> {
     this.#shuttingDown = true;
@@ -876,7 +1187,7 @@ export class Engine {
       const pending = this.#pending.get(key);
       if (pending !== undefined) clearTimeout(pending.timer);
     }
-    return this.#queue.add(async () => {
+    return this.#serial(async () => {
       this.#persisting = false;
       const stopping = [...this.#running.values()].filter((run) => !options.keepGuests || run.vm.transient);
       await Promise.all(stopping.map((run) => this.#stop(run)));

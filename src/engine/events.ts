@@ -10,7 +10,10 @@ export const TRANSACTION_CHANNEL = 'petrel:transaction';
 export type TransactionStep =
   | 'planned'
   | 'validated'
-  | 'image-written'
+  /** The received image is in the store (renamed, directory synced); no state refers to it yet. */
+  | 'image-stored'
+  /** `<run-dir>/<name>.img` links to it. */
+  | 'image-linked'
   | 'fifo-made'
   | 'tap-created'
   | 'console-opened'
@@ -19,7 +22,10 @@ export type TransactionStep =
   | 'old-stopping'
   | 'old-released'
   | 'stopped'
-  | 'state-written';
+  /** The transaction's journal entry (or a snapshot holding it) is on disk. */
+  | 'state-written'
+  /** A new snapshot is written and the journal is about to be emptied (name `:`). */
+  | 'compacted';
 
 export interface TransactionEvent {
   /** The unikernel's name string. */

@@ -2,23 +2,38 @@
 // undo. The real implementation composes src/host and src/tender; tests wrap it to inject
 // failures at any step (the engine never reaches the host any other way).
 
-import { mkdir, readFile, rm, stat } from 'node:fs/promises';
+import { type FileHandle, mkdir, readFile, rename, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { readBlockData, replaceBlockData } from '../host/blockdata.js';
 import { checkBridges } from '../host/bridges.js';
 import { FifoPool, listFifos, makeFifo, removeFifoAt, SPARE_PREFIX } from '../host/fifo.js';
 import {
+  appendDurably,
   createBlockFile,
+  fsyncDir,
   ioError,
   listDirectory,
   recoverBlockDirectory,
   removeBlockFile,
   removeTemporaryFiles,
-  replaceKeepingBackup,
   unlinkIfPresent,
   writeFileAtomic,
-  writeImage,
 } from '../host/files.js';
+import {
+  cleanStore,
+  commitImage,
+  discardStaged,
+  type ImageRef,
+  imagesDir,
+  linkImage,
+  openImage,
+  removeImage,
+  type StagedImage,
+  type StoreCleanup,
+  stageImage,
+  storedImagePath,
+  verifyImage,
+} from '../host/images.js';
 import type { NetOptions } from '../host/ip.js';
 import { blockDir, blockPath, pidRecordPath } from '../host/paths.js';
 import { readPidRecords, removePidRecord, stopRecordedProcess } from '../host/pidrecord.js';
@@ -48,11 +63,36 @@ export interface EngineHost extends TenderHost {
   checkBridges(bridges: readonly string[]): HostResult<void>;
   /** The tender for an image's target and ABI version, its `--version` checked. */
   findTender(kind: TenderKind, abiVersion: number): HostResult<string>;
-  writeImage(name: Name, image: Uint8Array): HostResult<Undoable<string>>;
+  /**
+   * Receives an image into the store's staging area: inflated when `compressed`, hashed and
+   * fsynced in a temporary file (see src/host/images.ts). Bounded by the frame limit.
+   */
+  stageImage(
+    chunks: AsyncIterable<Uint8Array> | Iterable<Uint8Array>,
+    compressed: boolean,
+  ): HostResult<StagedImage>;
+  /** Drops a staged image (nothing when it was moved into the store). */
+  discardStaged(staged: StagedImage): Promise<void>;
+  /** Moves a staged image into the store (rename, directory fsync); returns its path. */
+  storeImage(staged: StagedImage): HostResult<string>;
+  /** Removes an image nothing refers to from the store. */
+  removeStoredImage(digest: string): HostResult<void>;
+  /** Reads a stored image and checks its digest. */
+  verifyImage(image: ImageRef): HostResult<void>;
+  /** Opens a stored image for reading (its size checked). */
+  openImage(image: ImageRef): HostResult<FileHandle>;
+  storedImagePath(digest: string): string;
+  /** `<run-dir>/<name>.img` → the stored image. */
+  linkImage(name: Name, digest: string): HostResult<Undoable<string>>;
+  /**
+   * Start-up: removes store temporaries and images `referenced` does not name; reports the
+   * referenced ones that are missing or have another size.
+   */
+  cleanStore(referenced: ReadonlyMap<string, number>): HostResult<StoreCleanup>;
   makeFifo(name: Name): HostResult<Undoable<string>>;
   createTap(bridge: string): HostResult<Undoable<string>>;
-  /** Release after a tender exited (semantics §5.8 order: image, FIFO, taps). */
-  removeImage(file: string): HostResult<void>;
+  /** Release after a tender exited (semantics §5.8 order: image link, FIFO, taps). */
+  removeImageLink(file: string): HostResult<void>;
   removeFifo(file: string): HostResult<void>;
   removeTap(tap: string): HostResult<void>;
   blockPath(name: Name): Result<string, PetrelError>;
@@ -73,12 +113,20 @@ export interface EngineHost extends TenderHost {
    * after putting back a block file whose removal a crash interrupted (`recovered` says so).
    */
   scanBlocks(): HostResult<{ blocks: { name: Name; sizeMiB: number }[]; recovered: string[] }>;
-  /** Replaces the state file atomically, keeping the previous one as `state.bak`. */
-  writeState(bytes: Uint8Array): HostResult<void>;
-  /** The state file, or null when there is none. */
-  readState(): HostResult<Uint8Array | null>;
-  /** Copies the state file to `state.started` (kept whatever happens at this start). */
+  /** Petrel's state as stored: the snapshot and the journal, each null when missing. */
+  readState(): HostResult<{ snapshot: Uint8Array | null; journal: Uint8Array | null }>;
+  /** Appends one entry to the journal durably (cut back on failure). */
+  appendJournal(entry: Uint8Array): HostResult<void>;
+  /** Replaces the snapshot atomically and durably. */
+  writeSnapshot(bytes: Uint8Array): HostResult<void>;
+  /** Replaces the journal by an empty one, atomically and durably. */
+  resetJournal(): HostResult<void>;
+  /** Writes the state as read at this start to `petrel.state.started` (kept whatever happens). */
   keepStartedCopy(bytes: Uint8Array): HostResult<void>;
+  /** `<state-dir>/state`, the Albatross-format file earlier Petrel versions wrote; null if none. */
+  readLegacyState(): HostResult<Uint8Array | null>;
+  /** Renames `<state-dir>/state` to `state.pre-store` once its content is in Petrel's state. */
+  retireLegacyState(): HostResult<string>;
   /**
    * Removes what a previous run left behind and no adopted unikernel owns (Petrel (e), (k)):
    * temporaries, recorded tenders, taps with the prefix, FIFOs, per-unikernel files; returns
@@ -90,6 +138,8 @@ export interface EngineHost extends TenderHost {
 export interface HostOptions {
   readonly runDir: string;
   readonly stateDir: string;
+  /** Most bytes an image may arrive with (the frame limit). Default 64 MiB. */
+  readonly maxImageBytes?: number;
   readonly tapPrefix: string;
   /** `--tender-hvt` / `--tender-spt`. */
   readonly tenders?: { readonly hvt?: string; readonly spt?: string };
@@ -102,6 +152,19 @@ export interface HostOptions {
 }
 
 const MIB = 1024 * 1024;
+/** Most bytes an image may inflate to: hvt guests have at most 4 GiB, images are far smaller. */
+const MAX_INFLATED = 1024 * MIB;
+const DEFAULT_MAX_IMAGE = 64 * MIB;
+
+/** Petrel's state files in the state directory (petrel-differences.md (j)). */
+export const STATE_FILES = {
+  snapshot: 'petrel.state',
+  journal: 'petrel.journal',
+  started: 'petrel.state.started',
+  /** What earlier Petrel versions (and Albatross) wrote, with the images inside. */
+  legacy: 'state',
+  legacyRetired: 'state.pre-store',
+} as const;
 /** How long a tender lookup is reused before the candidates are walked again (ms). */
 const LOOKUP_TTL_MS = 5_000;
 
@@ -113,7 +176,8 @@ export function createHost(options: HostOptions): EngineHost {
   const versions = new TenderVersionCache();
   const fifos = new FifoPool(options.runDir);
   const lookups = new Map<string, { path: string; at: number }>();
-  const statePath = path.join(options.stateDir, 'state');
+  const stateFile = (which: keyof typeof STATE_FILES) => path.join(options.stateDir, STATE_FILES[which]);
+  const stageLimits = { maxBytes: options.maxImageBytes ?? DEFAULT_MAX_IMAGE, maxInflated: MAX_INFLATED };
   const tenders = createTenderHost({
     runDir: options.runDir,
     stopTimeoutMs: options.stopTimeoutMs,
@@ -124,7 +188,13 @@ export function createHost(options: HostOptions): EngineHost {
   return {
     ...tenders,
     async makeDirectories() {
-      for (const dir of [options.runDir, options.stateDir, blockDir(options.stateDir)]) {
+      const dirs = [
+        options.runDir,
+        options.stateDir,
+        blockDir(options.stateDir),
+        imagesDir(options.stateDir),
+      ];
+      for (const dir of dirs) {
         try {
           await mkdir(dir, { recursive: true, mode: 0o700 });
         } catch (cause) {
@@ -165,10 +235,18 @@ export function createHost(options: HostOptions): EngineHost {
       return ok(path);
     },
 
-    writeImage: (name, image) => writeImage(options.runDir, name, image),
+    stageImage: (chunks, compressed) => stageImage(options.stateDir, chunks, { ...stageLimits, compressed }),
+    discardStaged,
+    storeImage: (staged) => commitImage(options.stateDir, staged),
+    removeStoredImage: (digest) => removeImage(options.stateDir, digest),
+    verifyImage: (image) => verifyImage(options.stateDir, image),
+    openImage: (image) => openImage(options.stateDir, image),
+    storedImagePath: (digest) => storedImagePath(options.stateDir, digest),
+    linkImage: (name, digest) => linkImage(options.runDir, options.stateDir, name, digest),
+    cleanStore: (referenced) => cleanStore(options.stateDir, referenced),
     makeFifo: (name) => makeFifo(options.runDir, name, fifos.create),
     createTap: (bridge) => createTap(bridge, net),
-    async removeImage(file) {
+    async removeImageLink(file) {
       try {
         await unlinkIfPresent(file);
         return ok(undefined);
@@ -204,13 +282,27 @@ export function createHost(options: HostOptions): EngineHost {
       return ok({ blocks: found, recovered: recovered.value });
     },
 
-    writeState: (bytes) => replaceKeepingBackup(statePath, path.join(options.stateDir, 'state.bak'), bytes),
-
-    readState: () => readOptional(statePath),
-
-    async keepStartedCopy(bytes) {
-      const written = await writeFileAtomic(path.join(options.stateDir, 'state.started'), bytes);
-      return written.ok ? ok(undefined) : written;
+    async readState() {
+      const snapshot = await readOptional(stateFile('snapshot'));
+      if (!snapshot.ok) return snapshot;
+      const journal = await readOptional(stateFile('journal'));
+      if (!journal.ok) return journal;
+      return ok({ snapshot: snapshot.value, journal: journal.value });
+    },
+    appendJournal: (entry) => appendDurably(stateFile('journal'), entry),
+    writeSnapshot: (bytes) => written(writeFileAtomic(stateFile('snapshot'), bytes)),
+    resetJournal: () => written(writeFileAtomic(stateFile('journal'), new Uint8Array(0))),
+    keepStartedCopy: (bytes) => written(writeFileAtomic(stateFile('started'), bytes)),
+    readLegacyState: () => readOptional(stateFile('legacy')),
+    async retireLegacyState() {
+      const to = stateFile('legacyRetired');
+      try {
+        await rename(stateFile('legacy'), to);
+        await fsyncDir(options.stateDir);
+      } catch (cause) {
+        return { ok: false, error: ioError('rename', stateFile('legacy'), cause) };
+      }
+      return ok(to);
     },
 
     async cleanLeftovers(owned) {
@@ -258,7 +350,7 @@ export function createHost(options: HostOptions): EngineHost {
         const file = path.join(options.runDir, entry);
         if (ownedFiles.has(file)) continue;
         await rm(file, { force: true });
-        done.push(`removed image ${entry}`);
+        done.push(`removed image link ${entry}`);
       }
       return ok(done);
     },
@@ -267,6 +359,10 @@ export function createHost(options: HostOptions): EngineHost {
 
 /** The path of a Result, or none (a name that cannot have a file owns none). */
 const paths = (result: Result<string, PetrelError>): string[] => (result.ok ? [result.value] : []);
+async function written(result: HostResult<unknown>): HostResult<void> {
+  const done = await result;
+  return done.ok ? ok(undefined) : done;
+}
 
 async function readOptional(file: string): Promise<Result<Uint8Array | null, PetrelError>> {
   try {

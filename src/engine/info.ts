@@ -18,7 +18,7 @@ export function unikernelInfo(vm: RunningVm, tree: Tree): UnikernelInfo {
     failBehaviour: config.failBehaviour,
     cpuids: config.cpuids,
     memory: config.memory,
-    digest: vm.digest,
+    digest: Buffer.from(vm.image.digest, 'hex'),
     // Petrel looks the size up under the unikernel's own path, not the relative name (§3.4).
     blocks: config.blocks.map((block) => ({
       device: block.device,

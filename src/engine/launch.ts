@@ -1,6 +1,7 @@
 // Step 3 of a create transaction: the host effects that start a prepared unikernel, in
 // Albatross' order (image, FIFO, taps, console, tender; semantics §5.3), each pushing its undo,
-// and their release once the tender has exited (§5.8 order: image, FIFO, taps).
+// and their release once the tender has exited (§5.8 order: image link, FIFO, taps). A received
+// image enters the store here; the engine removes stored images nothing refers to any more.
 
 import { consoleFeed } from '../console/feed.js';
 import type { ConsoleHub } from '../console/hub.js';
@@ -31,11 +32,12 @@ export type VmState = 'running' | 'stopping' | 'released';
 
 export interface RunningVm {
   readonly name: VmName;
-  /** As the client sent it (image possibly compressed): persisted, returned by `get`, reused by restart. */
+  /** As the client sent it, without the image bytes: persisted, reused by restart. */
   readonly config: Prepared['config'];
-  /** SHA-256 of the inflated image. */
-  readonly digest: Uint8Array;
-  readonly imagePath: string;
+  /** The stored image it runs (digest and size: info, get, restart). */
+  readonly image: Prepared['image'];
+  /** `<run-dir>/<name>.img`, the link to the stored image that the tender was given. */
+  readonly imageLink: string;
   readonly fifo: string;
   readonly nets: readonly NetAttachment[];
   readonly tender: TenderProcess;
@@ -79,11 +81,16 @@ export async function launch(
     error: { error, leftovers: await undo.rollback() },
   });
 
-  const image = await host.writeImage(name, prepared.image);
-  if (!image.ok) return fail(image.error);
-  const imagePath = undo.add('image', image.value);
   const key = printName(name);
-  publishStep(key, 'image-written');
+  if (prepared.staged !== null) {
+    const stored = await host.storeImage(prepared.staged);
+    if (!stored.ok) return fail(stored.error);
+    publishStep(key, 'image-stored');
+  }
+  const link = await host.linkImage(name, prepared.image.digest);
+  if (!link.ok) return fail(link.error);
+  const imageLink = undo.add('image link', link.value);
+  publishStep(key, 'image-linked');
 
   const fifo = await host.makeFifo(name);
   if (!fifo.ok) return fail(fifo.error);
@@ -127,7 +134,7 @@ export async function launch(
       }),
       addName: config.addName,
       args: config.arguments ?? [],
-      image: imagePath,
+      image: imageLink,
     },
     { tender: prepared.tender },
   );
@@ -135,9 +142,9 @@ export async function launch(
 
   // What a later petreld needs to take the tender over, kept with it by the holder.
   const meta = encodeMeta({
-    fingerprint: configFingerprint(config),
-    digest: Buffer.from(prepared.digest).toString('hex'),
-    image: imagePath,
+    fingerprint: configFingerprint(config, prepared.image.digest),
+    digest: prepared.image.digest,
+    image: imageLink,
     fifo: fifoPath,
     nets,
   });
@@ -155,8 +162,8 @@ export async function launch(
     vm: {
       name,
       config,
-      digest: prepared.digest,
-      imagePath,
+      image: prepared.image,
+      imageLink,
       fifo: fifoPath,
       nets,
       tender: tender.value,
@@ -177,7 +184,8 @@ const DRAIN_MS = 10_000;
 
 /**
  * Releases the host artefacts of a unikernel whose tender has exited: the console drains to its
- * end, then image, FIFO and taps are removed. Failures are returned for the log, never thrown.
+ * end, then image link, FIFO and taps are removed (the stored image stays while the state or
+ * another unikernel refers to it). Failures are returned for the log, never thrown.
  */
 export async function releaseHost(host: EngineHost, hub: ConsoleHub, vm: RunningVm): Promise<PetrelError[]> {
   const drained = await Promise.race([
@@ -190,7 +198,7 @@ export async function releaseHost(host: EngineHost, hub: ConsoleHub, vm: Running
   const keep = (result: Result<void, PetrelError>) => {
     if (!result.ok) problems.push(result.error);
   };
-  keep(await host.removeImage(vm.imagePath));
+  keep(await host.removeImageLink(vm.imageLink));
   keep(await host.removeFifo(vm.fifo));
   for (const net of vm.nets) keep(await host.removeTap(net.tap));
   return problems;

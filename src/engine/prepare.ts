@@ -2,27 +2,36 @@
 // touching the host (semantics §5.3 step 3 minus its side effects), in Albatross' order. A
 // force-create or restart runs this BEFORE the old unikernel is stopped (Petrel (b)).
 
+import type { ImageRef, StagedImage } from '../host/images.js';
 import { err, ok, type PetrelError, type Result, unwrap } from '../resources/errors.js';
 import { type Label, type Name, parseLabel } from '../resources/name.js';
 import type { Allocation } from '../resources/tree.js';
-import { readSolo5Notes, type TenderKind, tenderKindOf } from '../tender/elf.js';
-import { imageDigest, inflateImage } from '../tender/image.js';
+import { readSolo5NotesFromFile, type TenderKind, tenderKindOf } from '../tender/elf.js';
 import { checkManifestDevices } from '../tender/manifest.js';
-import type { UnikernelConfig } from '../wire/types.js';
+import type { KeptConfig } from '../wire/petrel-state.js';
 import type { EngineHost } from './host.js';
 import { unsupportedType } from './replies.js';
 
 /** A unikernel name: a Name with a label. */
 export type VmName = Name & { readonly label: Label };
 
+/**
+ * The image of a transaction: one just received (staged, or the error receiving it met, which
+ * is reported in Albatross' order: after admission), or one already in the store — read again
+ * (restart, force-create with the same configuration), so its digest is checked when `verify`.
+ */
+export type ImageInput =
+  | { readonly kind: 'staged'; readonly staged: Result<StagedImage, PetrelError> }
+  | { readonly kind: 'stored'; readonly image: ImageRef; readonly verify: boolean };
+
 export interface Prepared {
   readonly name: VmName;
-  /** As the client sent it (image possibly compressed): persisted and returned by `get`. */
-  readonly config: UnikernelConfig;
-  /** The inflated image the tender runs. */
-  readonly image: Buffer;
-  /** SHA-256 of the inflated image. */
-  readonly digest: Uint8Array;
+  /** As the client sent it, without the image: persisted, reused by restart. */
+  readonly config: KeptConfig;
+  /** The image in the store (or about to enter it: `staged`). */
+  readonly image: ImageRef;
+  /** Moved into the store by the launch; null when the image is stored already. */
+  readonly staged: StagedImage | null;
   readonly kind: TenderKind;
   readonly tender: string;
   readonly allocation: Allocation;
@@ -38,7 +47,7 @@ export function blockLabel(block: { device: string; hostDevice: string | null })
 }
 
 /** What the unikernel takes from the resource tree; block names must be labels. */
-export function allocationOf(config: UnikernelConfig): Result<Allocation, PetrelError> {
+export function allocationOf(config: KeptConfig): Result<Allocation, PetrelError> {
   const blocks: Label[] = [];
   for (const block of config.blocks) {
     const label = parseLabel(hostBlock(block));
@@ -55,19 +64,38 @@ export function allocationOf(config: UnikernelConfig): Result<Allocation, Petrel
   });
 }
 
-/** Inflate, digest, ABI note → tender, manifest against the devices, bridges exist. */
+/**
+ * The image received (inflated and digested while staged) or checked again, its ABI note →
+ * tender, the manifest against the devices, the bridges exist. The notes are read from the
+ * image's file, never from a copy in memory.
+ */
 export async function prepare(
   host: EngineHost,
   name: VmName,
-  config: UnikernelConfig,
+  config: KeptConfig,
+  input: ImageInput,
   runtimes: readonly TenderKind[] = ['hvt', 'spt'],
 ): Promise<Result<Prepared, PetrelError>> {
   if (config.typ !== 'solo5') return err('E_UNSUPPORTED_TYPE', unsupportedType(config.typ));
   const allocation = allocationOf(config);
   if (!allocation.ok) return allocation;
-  const image = await inflateImage(config.image, config.compressed);
-  if (!image.ok) return image;
-  const notes = readSolo5Notes(image.value, 'image');
+  let image: ImageRef;
+  let staged: StagedImage | null = null;
+  let file: string;
+  if (input.kind === 'staged') {
+    if (!input.staged.ok) return input.staged;
+    staged = input.staged.value;
+    image = { digest: staged.digest, size: staged.size };
+    file = staged.file;
+  } else {
+    image = input.image;
+    if (input.verify) {
+      const verified = await host.verifyImage(image);
+      if (!verified.ok) return verified;
+    }
+    file = host.storedImagePath(image.digest);
+  }
+  const notes = await readSolo5NotesFromFile(file, 'image');
   if (!notes.ok) return notes;
   const kind = tenderKindOf(notes.value.abi);
   if (!kind.ok) return kind;
@@ -87,8 +115,8 @@ export async function prepare(
   return ok({
     name,
     config,
-    image: image.value,
-    digest: Buffer.from(imageDigest(image.value), 'hex'),
+    image,
+    staged,
     kind: kind.value,
     tender: tender.value,
     allocation: allocation.value,

@@ -5,11 +5,11 @@
 import { createReadStream } from 'node:fs';
 import { open, rename } from 'node:fs/promises';
 import path from 'node:path';
-import { createDeflate, createInflate } from 'node:zlib';
 import { err, ok, type PetrelError, type Result } from '../resources/errors.js';
 import type { Name } from '../resources/name.js';
 import { fsyncDir, unlinkIfPresent } from './files.js';
 import { blockPath } from './paths.js';
+import { deflateChunks, inflateChunks } from './zstream.js';
 
 const MIB = 1024 * 1024;
 /** Albatross reads block devices 4096 bytes at a time for a dump. */
@@ -18,25 +18,6 @@ export const DUMP_PIECE = 4096;
 export type BlockDataError = PetrelError<
   'E_BLOCK_STREAM_SIZE' | 'E_BLOCK_WRITE' | 'E_BLOCK_READ_STREAM' | 'E_BLOCK_OPEN' | 'E_HOST_PATH'
 >;
-
-/** Inflates a zlib stream chunk by chunk. */
-async function* inflated(chunks: AsyncIterable<Uint8Array>): AsyncGenerator<Uint8Array> {
-  const inflater = createInflate();
-  const out: Uint8Array[] = [];
-  let failure: Error | null = null;
-  inflater.on('data', (chunk: Buffer) => out.push(chunk));
-  inflater.on('error', (e) => {
-    failure = e;
-  });
-  for await (const chunk of chunks) {
-    await new Promise<void>((resolve) => inflater.write(chunk, () => resolve()));
-    if (failure !== null) throw failure;
-    yield* out.splice(0);
-  }
-  await new Promise<void>((resolve) => inflater.end(() => resolve()));
-  if (failure !== null) throw failure;
-  yield* out.splice(0);
-}
 
 /**
  * Writes `chunks` (zlib-inflated when `compressed`) as the new content of the block device
@@ -63,7 +44,7 @@ export async function replaceBlockData(
   }
   let written = 0;
   try {
-    const source = (compressed ? inflated(chunks) : chunks)[Symbol.asyncIterator]();
+    const source = (compressed ? inflateChunks(chunks) : chunks)[Symbol.asyncIterator]();
     for (;;) {
       let next: IteratorResult<Uint8Array>;
       try {
@@ -106,7 +87,5 @@ export async function* readBlockData(
     for await (const piece of source) yield piece as Buffer;
     return;
   }
-  const deflater = createDeflate({ level });
-  source.pipe(deflater);
-  for await (const piece of deflater) yield piece as Buffer;
+  yield* deflateChunks(source as AsyncIterable<Buffer>, level);
 }

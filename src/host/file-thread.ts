@@ -1,4 +1,4 @@
-// Atomic file replacement on one worker thread. Replacing a file takes about ten system calls
+// Atomic file replacement, and durable appends, on one worker thread. Replacing a file takes about ten system calls
 // (lstat and read of what it held, open, write, chmod, fsync, close, rename, and the directory's
 // open, fsync, close); through node:fs/promises each is a round trip through libuv's thread
 // pool, which costs 0.5-1 ms on a virtualised host, so the state file written after every
@@ -21,8 +21,6 @@ export interface ReplaceRequest {
   readonly mode: number;
   /** fsync the file before the rename and the directory after it. */
   readonly durable: boolean;
-  /** Keep what `file` held (if anything) as this hard link first. */
-  readonly backup: string | null;
   /** Read and return what `file` held (for an undo). */
   readonly previous: boolean;
 }
@@ -44,11 +42,20 @@ export type ReplaceOutcome =
   | { readonly ok: true; readonly previous: PreviousContent | null }
   | { readonly ok: false; readonly failure: ReplaceFailure };
 
-/** A request as it crosses to the thread; `data` owns its ArrayBuffer, which is moved. */
-interface Message {
-  readonly id: number;
-  readonly request: ReplaceRequest;
+/**
+ * Append `data` to `file` and fdatasync it (created, with its directory synced, when missing).
+ * A failure cuts the file back to its length before, so a later append never follows a torn
+ * one; when even that fails the outcome's code is `ETORN`.
+ */
+export interface AppendRequest {
+  readonly file: string;
+  readonly data: Uint8Array;
 }
+
+/** A request as it crosses to the thread; `data` owns its ArrayBuffer, which is moved. */
+type Message =
+  | { readonly id: number; readonly op: 'replace'; readonly request: ReplaceRequest }
+  | { readonly id: number; readonly op: 'append'; readonly request: AppendRequest };
 
 /** The answer, with the request's bytes moved back. */
 interface Envelope {
@@ -65,7 +72,7 @@ function threadMain(): void {
   const fs = require('node:fs') as typeof import('node:fs');
   const path = require('node:path') as typeof import('node:path');
   const { parentPort } = require('node:worker_threads') as typeof import('node:worker_threads');
-  const { O_WRONLY, O_CREAT, O_EXCL, O_NOFOLLOW, O_RDONLY, O_DIRECTORY } = fs.constants;
+  const { O_WRONLY, O_CREAT, O_EXCL, O_NOFOLLOW, O_RDONLY, O_DIRECTORY, O_APPEND } = fs.constants;
 
   // Failures are thrown as plain ReplaceFailure objects (no classes: this code must survive
   // any compiler's rewriting as it is, helpers and all, because it runs from its own text).
@@ -110,21 +117,6 @@ function threadMain(): void {
 
   const replace = (request: ReplaceRequest): PreviousContent | null => {
     const previous = request.previous ? readPrevious(request.file) : null;
-    if (request.backup !== null) {
-      const backup = request.backup;
-      attempt('unlink', backup, () => {
-        try {
-          fs.unlinkSync(backup);
-        } catch (cause) {
-          if ((cause as NodeJS.ErrnoException).code !== 'ENOENT') throw cause;
-        }
-      });
-      try {
-        fs.linkSync(request.file, backup);
-      } catch (cause) {
-        if ((cause as NodeJS.ErrnoException).code !== 'ENOENT') throw failure('link', backup, cause);
-      }
-    }
     const fd = attempt('open', request.temp, () =>
       fs.openSync(request.temp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, request.mode),
     );
@@ -153,10 +145,47 @@ function threadMain(): void {
     return previous;
   };
 
-  parentPort?.on('message', ({ id, request }: Message) => {
+  const append = (request: AppendRequest): null => {
+    const { file } = request;
+    let fd: number;
+    let created = false;
+    try {
+      fd = fs.openSync(file, O_WRONLY | O_APPEND | O_NOFOLLOW);
+    } catch (cause) {
+      if ((cause as NodeJS.ErrnoException).code !== 'ENOENT') throw failure('open', file, cause);
+      fd = attempt('create', file, () =>
+        fs.openSync(file, O_WRONLY | O_APPEND | O_CREAT | O_EXCL | O_NOFOLLOW, 0o600),
+      );
+      created = true;
+    }
+    try {
+      const before = attempt('fstat', file, () => fs.fstatSync(fd).size);
+      let step = 'write';
+      try {
+        let done = 0;
+        while (done < request.data.length) done += fs.writeSync(fd, request.data, done);
+        step = 'fdatasync';
+        fs.fdatasyncSync(fd);
+      } catch (cause) {
+        try {
+          fs.ftruncateSync(fd, before);
+          fs.fsyncSync(fd);
+        } catch (again) {
+          throw failure('cut back', file, { code: 'ETORN', message: String(again) });
+        }
+        throw failure(step, file, cause);
+      }
+    } finally {
+      fs.closeSync(fd);
+    }
+    if (created) syncDirectory(path.dirname(file));
+    return null;
+  };
+
+  parentPort?.on('message', ({ id, op, request }: Message) => {
     let outcome: ReplaceOutcome;
     try {
-      outcome = { ok: true, previous: replace(request) };
+      outcome = { ok: true, previous: op === 'replace' ? replace(request) : append(request) };
     } catch (cause) {
       const known = typeof cause === 'object' && cause !== null && 'step' in cause;
       outcome = {
@@ -226,11 +255,12 @@ function start(idleMs: number): FileThread {
 }
 
 /**
- * Runs one replacement on the file thread (started on first use; idle, it holds nothing open,
- * and it ends after `idleMs` without a request).
+ * Runs one request on the file thread (started on first use; idle, it holds nothing open, and
+ * it ends after `idleMs` without a request).
  */
-export function replaceOnThread(
-  request: ReplaceRequest,
+function onThread(
+  op: Message['op'],
+  request: ReplaceRequest | AppendRequest,
   idleMs = FILE_THREAD_IDLE_MS,
 ): Promise<ReplaceOutcome> {
   current ??= start(idleMs);
@@ -242,7 +272,12 @@ export function replaceOnThread(
   thread.worker.ref();
   return new Promise((resolve) => {
     thread.waiting.set(id, resolve);
-    const message: Message = { id, request: { ...request, data } };
+    const message = { id, op, request: { ...request, data } } as Message;
     thread.worker.postMessage(message, [data.buffer]);
   });
 }
+
+export const replaceOnThread = (request: ReplaceRequest, idleMs?: number): Promise<ReplaceOutcome> =>
+  onThread('replace', request, idleMs);
+export const appendOnThread = (request: AppendRequest, idleMs?: number): Promise<ReplaceOutcome> =>
+  onThread('append', request, idleMs);

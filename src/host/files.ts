@@ -7,8 +7,8 @@ import { constants, type FileHandle, lstat, mkdir, open, readdir, rename, unlink
 import path from 'node:path';
 import { err, ok, type PetrelError, PetrelException, type Result } from '../resources/errors.js';
 import type { Name } from '../resources/name.js';
-import { type PreviousContent, type ReplaceFailure, replaceOnThread } from './file-thread.js';
-import { blockDir, blockPath, imagePath } from './paths.js';
+import { appendOnThread, type PreviousContent, type ReplaceFailure, replaceOnThread } from './file-thread.js';
+import { blockDir, blockPath } from './paths.js';
 import type { Undoable } from './undo.js';
 
 export type FileError = PetrelError<'E_HOST_IO' | 'E_HOST_SYMLINK' | 'E_HOST_EXISTS' | 'E_HOST_PATH'>;
@@ -126,7 +126,7 @@ function threadError(failure: ReplaceFailure): FileError {
 async function replace(
   file: string,
   data: Uint8Array,
-  options: { mode: number; durable: boolean; backup?: string; previous?: boolean },
+  options: { mode: number; durable: boolean; previous?: boolean },
 ): Promise<Result<PreviousContent | null, FileError>> {
   const outcome = await replaceOnThread({
     file,
@@ -134,7 +134,6 @@ async function replace(
     data,
     mode: options.mode,
     durable: options.durable,
-    backup: options.backup ?? null,
     previous: options.previous ?? false,
   });
   return outcome.ok ? ok(outcome.previous) : fail(threadError(outcome.failure));
@@ -177,18 +176,6 @@ export async function writeFileAtomic(
     if (!restored.ok) throw new PetrelException(restored.error);
   };
   return ok({ value: file, undo });
-}
-
-/** Writes the (inflated) image of unikernel `name` to `<run-dir>/<name>.img`, atomically. */
-export async function writeImage(
-  runDir: string,
-  name: Name,
-  image: Uint8Array,
-  options: WriteOptions = {},
-): Promise<Result<Undoable<string>, FileError>> {
-  const file = imagePath(runDir, name);
-  if (!file.ok) return file;
-  return writeFileAtomic(file.value, image, { durable: false, ...options });
 }
 
 /** Bytes of a block device of `sizeMiB` MiB, or Albatross' error for sizes that make none. */
@@ -294,16 +281,13 @@ export async function removeBlockFile(
 }
 
 /**
- * Replaces `file` durably, first keeping what it held as `backup` (a hard link, so no copy): a
- * crash leaves `file` complete, old or new, and `backup` the version before the last write.
+ * Appends `data` to `file` durably (fdatasync). On failure the file is cut back to what it
+ * held, so the next append does not follow a torn one (details.errno `ETORN` when even that
+ * failed).
  */
-export async function replaceKeepingBackup(
-  file: string,
-  backup: string,
-  data: Uint8Array,
-): Promise<Result<void, FileError>> {
-  const written = await replace(file, data, { mode: 0o600, durable: true, backup });
-  return written.ok ? ok(undefined) : written;
+export async function appendDurably(file: string, data: Uint8Array): Promise<Result<void, FileError>> {
+  const outcome = await appendOnThread({ file, data });
+  return outcome.ok ? ok(undefined) : fail(threadError(outcome.failure));
 }
 
 /**

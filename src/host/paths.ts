@@ -63,7 +63,7 @@ export function blockDir(stateDir: string): string {
   return path.join(stateDir, 'block');
 }
 
-/** `<run-dir>/<name>.img`: the inflated image of a running unikernel. */
+/** `<run-dir>/<name>.img`: the link to the stored image a running unikernel's tender runs. */
 export function imagePath(runDir: string, name: Name): Result<string, PathError> {
   return unikernelFile(runDir, name, '.img');
 }

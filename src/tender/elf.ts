@@ -1,6 +1,7 @@
 // Reads a solo5 image's ABI note and manifest the way the solo5 tenders do (solo5.md §2:
 // through the PT_NOTE program headers), with solo5's error texts and Albatross' stricter checks.
 
+import { constants, type FileHandle, open } from 'node:fs/promises';
 import { err, ok, type PetrelError, type Result } from '../resources/errors.js';
 
 export const ABI_NOTE_TYPE = 0x31494241; // "ABI1"
@@ -15,6 +16,8 @@ const MANIFEST_MAX = 6668;
 const MANIFEST_ENTRY_SIZE = 104;
 const MANIFEST_MAX_ENTRIES = 64;
 const NAME_SIZE = 68;
+/** namesz, descsz and type of a note: the descriptor follows (after the name's padding). */
+const NOTE_HEADER = 20;
 
 export const MFT_BLOCK_BASIC = 1;
 export const MFT_NET_BASIC = 2;
@@ -58,30 +61,58 @@ export type ElfError = PetrelError<ElfErrorCode>;
 
 type Fail = { readonly ok: false; readonly error: ElfError };
 
+/** Bytes of the image at `start`: the whole image, or the pieces read from a file. */
+interface Window {
+  readonly start: number;
+  readonly bytes: Uint8Array;
+  readonly view: DataView;
+}
+
+const windowOf = (start: number, bytes: Uint8Array): Window => ({
+  start,
+  bytes,
+  view: new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength),
+});
+
+/**
+ * Little-endian reads at file offsets. Over a file only the header, the program headers and the
+ * start of each PT_NOTE segment are loaded (see `readSolo5NotesFromFile`): every read below is
+ * bounds-checked against the file's length first, and lies in one of those pieces.
+ */
 class Reader {
-  readonly #bytes: Uint8Array;
-  readonly #view: DataView;
   readonly length: number;
-  constructor(bytes: Uint8Array) {
-    this.#bytes = bytes;
-    this.#view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-    this.length = bytes.byteLength;
+  readonly #windows: readonly Window[];
+  constructor(length: number, windows: readonly Window[]) {
+    this.length = length;
+    this.#windows = windows;
+  }
+  static whole(bytes: Uint8Array): Reader {
+    return new Reader(bytes.byteLength, [windowOf(0, bytes)]);
+  }
+  #find(at: number, size: number): Window {
+    for (const w of this.#windows) if (at >= w.start && at + size <= w.start + w.bytes.length) return w;
+    throw new Error(`ELF reader: bytes ${at}+${size} were not loaded`);
   }
   slice(at: number, size: number): Uint8Array {
-    return this.#bytes.subarray(at, at + size);
+    const w = this.#find(at, size);
+    return w.bytes.subarray(at - w.start, at - w.start + size);
   }
   u8(at: number): number {
-    return this.#view.getUint8(at);
+    const w = this.#find(at, 1);
+    return w.view.getUint8(at - w.start);
   }
   u16(at: number): number {
-    return this.#view.getUint16(at, true);
+    const w = this.#find(at, 2);
+    return w.view.getUint16(at - w.start, true);
   }
   u32(at: number): number {
-    return this.#view.getUint32(at, true);
+    const w = this.#find(at, 4);
+    return w.view.getUint32(at - w.start, true);
   }
   /** A u64 as a number; values beyond 2^53 become Infinity, which every bounds check refuses. */
   u64(at: number): number {
-    const value = this.#view.getBigUint64(at, true);
+    const w = this.#find(at, 8);
+    const value = w.view.getBigUint64(at - w.start, true);
     return value > BigInt(Number.MAX_SAFE_INTEGER) ? Number.POSITIVE_INFINITY : Number(value);
   }
   /** True when [at, at + size) lies inside the file. */
@@ -101,10 +132,57 @@ interface Note {
  * Order as solo5.md §2.4: ELF header and program headers, ABI note, manifest note.
  */
 export function readSolo5Notes(image: Uint8Array, file = 'KERNEL'): Result<Solo5Notes, ElfError> {
+  return readNotes(Reader.whole(image), file);
+}
+
+/**
+ * `readSolo5Notes` of an image file, reading only what the checks look at (the header, the
+ * program headers, the start of each note segment), never the whole image.
+ */
+export async function readSolo5NotesFromFile(
+  path: string,
+  file = 'KERNEL',
+): Promise<Result<Solo5Notes, ElfError | PetrelError<'E_HOST_IO'>>> {
+  let handle: FileHandle;
+  try {
+    handle = await open(path, constants.O_RDONLY);
+  } catch (cause) {
+    return err('E_HOST_IO', `open ${path} failed: ${(cause as Error).message}`, { path });
+  }
+  try {
+    const length = (await handle.stat()).size;
+    const windows: Window[] = [];
+    const load = async (start: number, size: number): Promise<Window | null> => {
+      if (!Number.isFinite(start) || start >= length) return null;
+      const bytes = new Uint8Array(Math.min(size, length - start));
+      const { bytesRead } = await handle.read(bytes, 0, bytes.length, start);
+      const w = windowOf(start, bytes.subarray(0, bytesRead));
+      windows.push(w);
+      return w;
+    };
+    const header = await load(0, EHDR_SIZE);
+    if (header !== null && header.bytes.length === EHDR_SIZE) {
+      const r = new Reader(length, [header]);
+      const phoff = r.u64(32);
+      const table = await load(phoff, r.u16(56) * PHDR_SIZE);
+      for (let at = 0; table !== null && at + PHDR_SIZE <= table.bytes.length; at += PHDR_SIZE) {
+        if (table.view.getUint32(at, true) !== PT_NOTE) continue;
+        const offset = table.view.getBigUint64(at + 8, true);
+        if (offset < BigInt(length)) await load(Number(offset), NOTE_HEADER + MANIFEST_MAX);
+      }
+    }
+    return readNotes(new Reader(length, windows), file);
+  } catch (cause) {
+    return err('E_HOST_IO', `reading ${path} failed: ${(cause as Error).message}`, { path });
+  } finally {
+    await handle.close();
+  }
+}
+
+function readNotes(r: Reader, file: string): Result<Solo5Notes, ElfError> {
   const fail = (code: ElfErrorCode, text: string, details?: Record<string, unknown>): Fail =>
     err(code, `${file}: ${text}`, details);
   const invalid = (text: string): Fail => fail('E_ELF_INVALID', `invalid executable: ${text}`);
-  const r = new Reader(image);
 
   if (r.length < EHDR_SIZE)
     return invalid(`elf header does not match the expected size (${r.length} != ${EHDR_SIZE})`);

@@ -1,6 +1,8 @@
 // One authorized request carried from the TLS client to the daemon and its reply carried back
-// (semantics §14.3): streamed image, chain policies (deepest first), the command, block data,
-// then the reply in the mode the command calls for, with headers rewritten as Albatross does.
+// (semantics §14.3): chain policies (deepest first), the command, then the raw chunks of a
+// streamed image or of block data, then the reply in the mode the command calls for, with
+// headers rewritten as Albatross does. A streamed image is forwarded chunk by chunk, never
+// joined (petrel-differences.md (j)): the engine stores it as it arrives.
 
 import { pathName, printName } from '../resources/name.js';
 import { decodeWire, END_OF_STREAM, encodeWire, frame, WIRE_VERSION } from '../wire/index.js';
@@ -37,7 +39,10 @@ export function forwardsChunks(command: Command): boolean {
   );
 }
 
-/** A create whose image travels after the handshake in raw chunks (§14.3 step 1). */
+/**
+ * A create whose image travels after the handshake in raw chunks (§14.3 step 1): the chunks
+ * follow the create on vmmd.sock, as block data does (Petrel (j)).
+ */
 export function streamsImage(command: Command): boolean {
   return command.type === 'unikernel-create' && command.config.image.length === 0;
 }
@@ -107,13 +112,8 @@ export type ProxyOutcome =
 
 /** Runs one request; closes the daemon connection, then ends the client after the final reply. */
 export async function proxy(request: ProxyRequest): Promise<ProxyOutcome> {
-  const { identity, client } = request;
-  let command = identity.command;
-  if (streamsImage(command) && command.type === 'unikernel-create') {
-    const image = await readImage(client, request.maxFrameBytes);
-    if (!image.ok) return { kind: 'refused', error: image.error };
-    command = { ...command, config: { ...command.config, image: image.value } } as Command;
-  }
+  const { identity } = request;
+  const command = identity.command;
   const daemon = await request.connect(serviceFor(command));
   if (daemon === null) return reply(request, failure("couldn't reach service"));
   try {
@@ -152,19 +152,40 @@ async function exchange(request: ProxyRequest, command: Command, daemon: Channel
     }
   }
   if (!(await daemon.write(commandFrame))) return final(failure("couldn't write unikernel to VMMD"));
-  if (forwardsChunks(command)) {
-    const copied = await copyChunks(request.client, daemon);
+  if (streamsImage(command)) {
+    // Petrel (c): the image is bounded by the frame limit, as if it came in one frame.
+    const copied = await copyChunks(request.client, daemon, request.maxFrameBytes);
+    if (copied !== null) return copied;
+  } else if (forwardsChunks(command)) {
+    const copied = await copyChunks(request.client, daemon, Number.POSITIVE_INFINITY);
     if (copied !== null) return copied;
   }
   return collect(request, command, daemon);
 }
 
-/** Raw chunks from the client to the daemon up to and including the client's zero chunk. */
-async function copyChunks(client: Channel, daemon: Channel): Promise<Exchange | null> {
+/**
+ * Raw chunks from the client to the daemon up to and including the client's zero chunk; more
+ * than `limit` bytes refuse the stream (the daemon connection closes without its end).
+ */
+async function copyChunks(client: Channel, daemon: Channel, limit: number): Promise<Exchange | null> {
+  let size = 0;
   for (;;) {
     const chunk = await client.next();
     if (chunk.kind === 'refused') return { kind: 'refused', error: chunk.error };
     if (chunk.kind === 'closed') return final(failure('reading tls chunk'));
+    if (chunk.kind === 'frame') {
+      size += chunk.payload.length;
+      if (size > limit) {
+        const error = tlsError(
+          'E_TLS_FRAME_TOO_LARGE',
+          `streamed image exceeds the limit of ${limit} bytes`,
+          {
+            limit,
+          },
+        );
+        return { kind: 'refused', error };
+      }
+    }
     const out = chunk.kind === 'end' ? END_OF_STREAM : frame(chunk.payload);
     if (!(await daemon.write(out))) return final(failure('writing block data'));
     if (chunk.kind === 'end') return null;
@@ -193,41 +214,4 @@ async function collect(request: ProxyRequest, command: Command, daemon: Channel)
     }
     if (!(await request.client.write(frame(answer.payload)))) return final(failure('exception'));
   }
-}
-
-/** The image of an image-less create: raw chunks up to the zero chunk, at most `limit` bytes. */
-async function readImage(
-  client: Channel,
-  limit: number,
-): Promise<{ ok: true; value: Uint8Array } | { ok: false; error: TlsError }> {
-  const parts: Uint8Array[] = [];
-  let size = 0;
-  for (;;) {
-    const chunk = await client.next();
-    if (chunk.kind === 'refused') return { ok: false, error: chunk.error };
-    if (chunk.kind === 'closed') {
-      return { ok: false, error: tlsError('E_TLS_STREAM', 'the client closed before the end of the image') };
-    }
-    if (chunk.kind === 'end') return { ok: true, value: concat(parts, size) };
-    size += chunk.payload.length;
-    if (size > limit) {
-      return {
-        ok: false,
-        error: tlsError('E_TLS_FRAME_TOO_LARGE', `streamed image exceeds the limit of ${limit} bytes`, {
-          limit,
-        }),
-      };
-    }
-    parts.push(chunk.payload.slice());
-  }
-}
-
-function concat(parts: readonly Uint8Array[], size: number): Uint8Array {
-  const out = new Uint8Array(size);
-  let at = 0;
-  for (const part of parts) {
-    out.set(part, at);
-    at += part.length;
-  }
-  return out;
 }

@@ -1,6 +1,6 @@
 // petreld in-process: preflight, restore, sockets and the boot canary, then local clients.
 import { existsSync } from 'node:fs';
-import { chmod, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { chmod, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -9,7 +9,7 @@ import { unwrap } from '../../src/resources/errors.js';
 import { makePolicy } from '../../src/resources/policy.js';
 import { readSolo5Notes } from '../../src/tender/elf.js';
 import { build, canaryImage } from '../engine/guest.js';
-import { canaryConfig, makeNetns } from '../engine/harness.js';
+import { canaryConfig, makeNetns, storedState } from '../engine/harness.js';
 import { commandFrame, open, request, said } from './client.js';
 import { startDaemon } from './start.js';
 
@@ -45,11 +45,11 @@ describe('petreld start-up', () => {
     const node = JSON.parse(await readFile(path.join(dir, 'run', 'node.json'), 'utf8'));
     expect(node.canaries[0].bootMs).toBe(started.canaries[0]?.bootMs);
     expect(node.report.tun).toBe(true);
-    // The canary is gone and was never persisted.
+    // The canary is gone and was never persisted, nor is its image kept in the store.
     expect(daemon?.engine.running).toEqual([]);
-    expect(existsSync(path.join(dir, 'state', 'state'))).toBe(true);
-    const state = await readFile(path.join(dir, 'state', 'state'));
-    expect(state.includes(Buffer.from('petrel-canary'))).toBe(false);
+    expect(existsSync(path.join(dir, 'state', 'petrel.state'))).toBe(true);
+    expect((await storedState(path.join(dir, 'state'))).unikernels).toEqual([]);
+    expect(await readdir(path.join(dir, 'state', 'images'))).toEqual([]);
 
     const policy = unwrap(makePolicy({ vms: 2, memory: 64, cpuids: [0], block: null, bridges: [] }));
     // policy add keeps the connection for the next command (semantics §2.2)

@@ -1,6 +1,7 @@
 // The start-up plan over held tenders (src/engine/adopt.ts): which are adopted, which exited
 // meanwhile, which are dismissed and why; and the fingerprint that ties a tender to the
 // configuration it was started with, across the state file's encoding.
+import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import {
   configFingerprint,
@@ -11,8 +12,7 @@ import {
   type TenderMeta,
 } from '../../src/engine/adopt.js';
 import { unwrap } from '../../src/resources/errors.js';
-import { upgradeState } from '../../src/wire/shapes.js';
-import { decodeState, encodeState } from '../../src/wire/state.js';
+import { decodeSnapshot, encodeSnapshot, type UnikernelRecord } from '../../src/wire/petrel-state.js';
 import type { MacAddress, UnikernelConfig } from '../../src/wire/types.js';
 import { canaryImage } from './guest.js';
 import { canaryConfig, name } from './harness.js';
@@ -23,10 +23,18 @@ const one = await canaryConfig(canaryImage, ['wait', 'one'], {
   startup: 20,
 });
 const two = { ...one, arguments: ['wait', 'two'] };
+const sha256 = (bytes: Uint8Array) => createHash('sha256').update(bytes).digest('hex');
+/** What the state keeps of a configuration: the configuration without the image, and its digest. */
+const kept = ({ image, ...config }: UnikernelConfig) => ({
+  config,
+  image: { digest: sha256(image), size: image.length },
+});
+const fingerprintOf = (config: UnikernelConfig) =>
+  configFingerprint(kept(config).config, sha256(config.image));
 
 function meta(config: UnikernelConfig, tap = 'ptap1'): TenderMeta {
   return {
-    fingerprint: configFingerprint(config),
+    fingerprint: fingerprintOf(config),
     digest: 'ab'.repeat(32),
     image: '/run/petrel/:vm.img',
     fifo: '/run/petrel/fifo/:vm',
@@ -48,24 +56,36 @@ function held(tag: string, config: UnikernelConfig, change: Partial<HeldTender> 
   };
 }
 
-const stored = (text: string, config: UnikernelConfig) => ({ name: name(text), config });
+const stored = (text: string, config: UnikernelConfig): UnikernelRecord => ({
+  name: name(text),
+  ...kept(config),
+});
 
 describe('configuration fingerprint', () => {
-  it('is the same for a configuration and what the state file gives back for it', () => {
-    const bytes = unwrap(
-      encodeState({ version: 6, unikernels: [{ name: name(':vm'), config: one }], policies: [] }),
-    );
-    const back = upgradeState(unwrap(decodeState(bytes))).unikernels[0]?.config as UnikernelConfig;
-    expect(configFingerprint(back)).toBe(configFingerprint(one));
+  it('is the same for a configuration and what the state gives back for it', () => {
+    const bytes = unwrap(encodeSnapshot({ unikernels: [stored(':vm', one)], policies: [], imported: [] }));
+    const back = unwrap(decodeSnapshot(bytes)).unikernels[0] as UnikernelRecord;
+    expect(configFingerprint(back.config, back.image.digest)).toBe(fingerprintOf(one));
+  });
+
+  it('is what an earlier petreld, which kept the image itself, gave an uncompressed image', () => {
+    const canonical = (value: unknown): string => {
+      if (value instanceof Uint8Array) return JSON.stringify(sha256(value));
+      if (Array.isArray(value)) return `[${value.map(canonical).join(',')}]`;
+      if (value !== null && typeof value === 'object') {
+        const entries = Object.entries(value).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+        return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonical(v)}`).join(',')}}`;
+      }
+      return JSON.stringify(value ?? null);
+    };
+    expect(fingerprintOf(one)).toBe(sha256(Buffer.from(canonical(one))));
   });
 
   it('differs for any change: arguments, image bytes, memory', () => {
     const image = Uint8Array.from(one.image);
     const last = image.length - 1;
     image[last] = (image[last] ?? 0) ^ 1;
-    const fingerprints = [one, two, { ...one, image }, { ...one, memory: one.memory + 1 }].map(
-      configFingerprint,
-    );
+    const fingerprints = [one, two, { ...one, image }, { ...one, memory: one.memory + 1 }].map(fingerprintOf);
     expect(new Set(fingerprints).size).toBe(4);
   });
 

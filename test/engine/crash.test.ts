@@ -3,11 +3,10 @@ import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { decodeState } from '../../src/wire/state.js';
 import { commandFrame, open, request, said } from '../daemon/client.js';
 import { type DaemonProcess, launchDaemon } from '../daemon/process.js';
 import { canaryImage, canaryNetImage, repo, testTender } from './guest.js';
-import { canaryConfig, makeNetns } from './harness.js';
+import { canaryConfig, makeNetns, storedState } from './harness.js';
 
 let base: string;
 let tender: string;
@@ -23,9 +22,14 @@ afterAll(async () => {
   await rm(base, { recursive: true, force: true });
 });
 
-function startDaemon(dir: string, netns: string, crashAt?: string): Promise<DaemonProcess> {
+function startDaemon(
+  dir: string,
+  netns: string,
+  crashAt?: string,
+  extra: readonly string[] = [],
+): Promise<DaemonProcess> {
   const flags = ['--state-dir', `${dir}/state`, '--run-dir', `${dir}/run`, '--tender-hvt', tender];
-  flags.push('--stop-timeout', '2s', '--canary-deadline', '5s', '--log-level', 'warn');
+  flags.push('--stop-timeout', '2s', '--canary-deadline', '5s', '--log-level', 'warn', ...extra);
   return launchDaemon(flags, {
     PETREL_TEST_NETNS: netns,
     PETREL_FAKE_KVM: '1',
@@ -55,14 +59,11 @@ async function observe(dir: string, netns: ReturnType<typeof makeNetns>) {
     .links()
     .split(' ')
     .filter((l) => l.startsWith('ptap'));
-  const bytes = await readFile(`${dir}/state/state`).catch(() => null);
-  const state = bytes === null ? null : decodeState(bytes);
-  const stored =
-    state === null
-      ? []
-      : state.ok
-        ? state.value.unikernels.map((u) => `:${u.name.label}`)
-        : ['(undecodable)'];
+  const state = await storedState(`${dir}/state`);
+  const stored = state.unikernels.map((u) => `:${u.name.label}`);
+  // The store holds exactly the images the state names: no orphan, no dangling reference.
+  const referenced = [...new Set(state.unikernels.map((u) => u.image.digest))].sort();
+  const store = (await readdir(`${dir}/state/images`).catch(() => [])).sort();
   const records = (await readdir(`${run}/tenders`).catch(() => [])).sort();
   return {
     tenders: tenders.sort(),
@@ -72,16 +73,20 @@ async function observe(dir: string, netns: ReturnType<typeof makeNetns>) {
     records,
     taps,
     stored: stored.sort(),
+    referenced,
+    store,
   };
 }
 
-const create = async (socket: string, vm: string, word: string, force = false) =>
+/** A create of the net canary; `variant` appends bytes the tender ignores: another image. */
+const create = async (socket: string, vm: string, word: string, force = false, variant = '') =>
   request(socket, vm, {
     type: 'unikernel-create',
     force,
     release: '2.7',
     config: await canaryConfig(canaryNetImage, ['wait', word], {
       bridges: [{ netif: 'service', bridge: 'br0', mac: null }],
+      image: Buffer.concat([await readFile(canaryNetImage), Buffer.from(variant)]),
     }),
   });
 
@@ -92,6 +97,8 @@ type Scenario = {
   expectRunning: boolean;
   /** A committed tender ran at the crash: the next start takes it over, same process (Petrel (k)). */
   adopted?: boolean;
+  /** Flags of the daemon that crashes. */
+  flags?: readonly string[];
 };
 
 const scenarios: Scenario[] = [
@@ -99,7 +106,8 @@ const scenarios: Scenario[] = [
     [
       'planned',
       'validated',
-      'image-written',
+      'image-stored',
+      'image-linked',
       'fifo-made',
       'tap-created',
       'console-opened',
@@ -142,6 +150,44 @@ const scenarios: Scenario[] = [
     },
     expectRunning: true,
   },
+  {
+    what: 'force-create with another image, stored but not committed',
+    crashAt: ':vm@image-stored#2',
+    act: async (s) => {
+      await create(s, ':vm', 'one');
+      await create(s, ':vm', 'two', true, 'another image');
+    },
+    expectRunning: true,
+  },
+  {
+    what: 'force-create with another image, the old one stopped',
+    crashAt: ':vm@old-released',
+    act: async (s) => {
+      await create(s, ':vm', 'one');
+      await create(s, ':vm', 'two', true, 'another image');
+    },
+    expectRunning: true,
+  },
+  {
+    what: 'create, the state compacted into a snapshot, the journal not yet emptied',
+    crashAt: ':@compacted#2',
+    act: (s) => create(s, ':vm', 'one'),
+    expectRunning: true,
+    adopted: true,
+    flags: ['--state-journal-max', '1'],
+  },
+  {
+    what: 'force-create, the state compacted into a snapshot, the journal not yet emptied',
+    // The new record is longer than the whole snapshot, so this commit compacts.
+    crashAt: ':@compacted#3',
+    act: async (s) => {
+      await create(s, ':vm', 'one');
+      await create(s, ':vm', `two-${'x'.repeat(300)}`, true);
+    },
+    expectRunning: true,
+    adopted: true,
+    flags: ['--state-journal-max', '1'],
+  },
   ...(['stopped', 'state-written#2'] as const).map(
     (step): Scenario => ({
       what: `destroy, at ${step}`,
@@ -156,11 +202,11 @@ const scenarios: Scenario[] = [
 ];
 
 describe('a crash at any step converges to the last committed state', () => {
-  it.each(scenarios)('$what', async ({ crashAt, act, expectRunning, adopted }) => {
+  it.each(scenarios)('$what', async ({ crashAt, act, expectRunning, adopted, flags }) => {
     const dir = await mkdtemp(path.join(base, 'case-'));
     const netns = makeNetns();
     try {
-      const first = await startDaemon(dir, netns.name, crashAt);
+      const first = await startDaemon(dir, netns.name, crashAt, flags);
       const socket = `${dir}/run/util/vmmd.sock`;
       await act(socket).catch(() => undefined);
       expect(await first.exited).toEqual({ code: null, signal: 'SIGKILL' });
@@ -183,6 +229,8 @@ describe('a crash at any step converges to the last committed state', () => {
         } else if (expectRunning) {
           expect(seen.pids.get(':vm')).not.toBe(atCrash.pids.get(':vm'));
         }
+        expect(seen.store).toEqual(seen.referenced);
+        expect(seen.store).toHaveLength(expected.length);
         const info = await request(socket, ':', { type: 'unikernel-info', release: '2.7' });
         const listed =
           info[0]?.payload.kind === 'reply' && info[0].payload.reply.type === 'unikernel-info'
@@ -195,6 +243,30 @@ describe('a crash at any step converges to the last committed state', () => {
       const after = await observe(dir, netns);
       expect(after.tenders).toEqual([]);
       expect(after.taps).toEqual([]);
+    } finally {
+      netns.destroy();
+    }
+  });
+
+  it('a crash while start-up compacts the state: the next start has the same state', async () => {
+    const dir = await mkdtemp(path.join(base, 'case-'));
+    const netns = makeNetns();
+    try {
+      const socket = `${dir}/run/util/vmmd.sock`;
+      const first = await startDaemon(dir, netns.name);
+      expect((await create(socket, ':vm', 'one')).map(said)).toEqual(['created unikernel']);
+      await first.stop();
+      await expect(startDaemon(dir, netns.name, ':@compacted')).rejects.toThrow(/exited/);
+      const third = await startDaemon(dir, netns.name);
+      try {
+        const seen = await observe(dir, netns);
+        expect(seen.stored).toEqual([':vm']);
+        expect(seen.tenders).toEqual([':vm']);
+        expect(seen.store).toEqual(seen.referenced);
+        expect(seen.store).toHaveLength(1);
+      } finally {
+        await third.stop();
+      }
     } finally {
       netns.destroy();
     }

@@ -9,9 +9,10 @@ import path from 'node:path';
 import pino from 'pino';
 import { ConsoleHub } from '../../src/console/hub.js';
 import { Engine, type EngineResponse } from '../../src/engine/engine.js';
-import { createHost, type EngineHost } from '../../src/engine/host.js';
+import { createHost, type EngineHost, STATE_FILES } from '../../src/engine/host.js';
 import { unwrap } from '../../src/resources/errors.js';
-import { type Label, type Name, parseName } from '../../src/resources/name.js';
+import { type Label, type Name, parseName, printName } from '../../src/resources/name.js';
+import { loadPetrelState, type PetrelState } from '../../src/wire/petrel-state.js';
 import { solo5Config } from '../../src/wire/shapes.js';
 import type { Command, UnikernelConfig } from '../../src/wire/types.js';
 import { testTender } from './guest.js';
@@ -82,6 +83,8 @@ export interface TestEngine {
   runDir: string;
   stateDir: string;
   tender: string;
+  /** The host the engine runs on, without the fault injection. */
+  host: EngineHost;
   netns: ReturnType<typeof makeNetns>;
   faults: Faults;
   calls: Map<string, number>;
@@ -89,8 +92,8 @@ export interface TestEngine {
   run(text: string, command: Command): Promise<EngineResponse>;
   /** Everything on the host the engine could have touched, for before/after comparisons. */
   snapshot(): Promise<string>;
-  /** A fresh engine on the same directories and namespace (a daemon restart). */
-  reopen(): Promise<TestEngine>;
+  /** A fresh engine on the same directories and namespace (a daemon restart), options changed. */
+  reopen(change?: Parameters<typeof makeEngine>[0]): Promise<TestEngine>;
   /**
    * The engine goes as a killed petreld would, as far as the host can tell: it lets go of the
    * holder without stopping anything and does nothing more (no timer fires, no exit is
@@ -108,6 +111,8 @@ export async function makeEngine(
     tenderHvt?: string;
     /** Where the engine logs; default silent (PETREL_TEST_LOG sets a level). */
     log?: pino.Logger;
+    /** An Albatross state file start-up imports (`--import-albatross-state`). */
+    importState?: { bytes: Uint8Array; source: string };
   } = {},
   shared?: { dir: string; netns: ReturnType<typeof makeNetns> },
 ): Promise<TestEngine> {
@@ -135,7 +140,10 @@ export async function makeEngine(
     ...(options.restart === undefined ? {} : { restart: options.restart }),
   });
   let crashed = false;
-  const restored = await engine.restore(null);
+  const restored = await engine.restore(
+    null,
+    options.importState === undefined ? {} : { importState: options.importState },
+  );
   if (!restored.ok) throw new Error(`restore failed: ${restored.error.message}`);
   const self: TestEngine = {
     engine,
@@ -143,6 +151,7 @@ export async function makeEngine(
     runDir,
     stateDir,
     tender,
+    host: real,
     netns,
     faults,
     calls,
@@ -160,10 +169,11 @@ export async function makeEngine(
             .join(' ')
         );
       };
-      const state = await readFile(path.join(stateDir, 'state')).catch(() => Buffer.alloc(0));
+      const read = (file: string) => readFile(path.join(stateDir, file)).catch(() => Buffer.alloc(0));
+      const state = Buffer.concat([await read(STATE_FILES.snapshot), await read(STATE_FILES.journal)]);
       return `links: ${netns.links()}\nrun: ${await list(runDir)}\nstate: ${await list(stateDir)}\nstate bytes: ${state.toString('hex')}`;
     },
-    reopen: () => makeEngine(options, { dir, netns }),
+    reopen: (change = {}) => makeEngine({ ...options, ...change }, { dir, netns }),
     async crash() {
       crashed = true;
       await engine.shutdown({ keepGuests: true });
@@ -179,6 +189,19 @@ export async function makeEngine(
   return self;
 }
 
+/** Petrel's committed state in `stateDir`, read as a restart reads it (snapshot + journal). */
+export async function storedState(stateDir: string): Promise<PetrelState> {
+  const read = (file: string) => readFile(path.join(stateDir, file)).catch(() => null);
+  const loaded = loadPetrelState(await read(STATE_FILES.snapshot), await read(STATE_FILES.journal));
+  if (!loaded.ok) throw new Error(`undecodable state in ${stateDir}: ${loaded.error.message}`);
+  return loaded.value.state;
+}
+
+/** The names of the unikernels the committed state holds, sorted. */
+export async function storedNames(stateDir: string): Promise<string[]> {
+  return (await storedState(stateDir)).unikernels.map((u) => printName(u.name)).sort();
+}
+
 /** A create [21] command for a canary image. */
 export function createCommand(config: UnikernelConfig, force = false): Command {
   return { type: 'unikernel-create', force, release: '2.7', config };
@@ -190,6 +213,15 @@ export async function canaryConfig(
   change: Partial<UnikernelConfig> = {},
 ): Promise<UnikernelConfig> {
   return solo5Config(await readFile(image), { addName: false, memory: 4, arguments: args, ...change });
+}
+
+/** Polls `check` until it holds (a tender exit, a restart) or fails after `ms`. */
+export async function until(check: () => boolean, ms = 10_000): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error('condition not reached');
+    await new Promise((r) => setTimeout(r, 20));
+  }
 }
 
 /** Waits until the console ring of `vm` holds a line containing `text`. */

@@ -1,7 +1,7 @@
 // The state file after each commit, and start-up: leftovers removed, policies and unikernels back.
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { mkdir, writeFile } from 'node:fs/promises';
 import { afterEach, describe, expect, it } from 'vitest';
 import { unwrap } from '../../src/resources/errors.js';
 import { makePolicy } from '../../src/resources/policy.js';
@@ -13,6 +13,7 @@ import {
   makeEngine,
   name,
   replyText,
+  storedState,
   type TestEngine,
   waitForLine,
 } from './harness.js';
@@ -39,18 +40,17 @@ describe('persistence', () => {
       'team:early',
       createCommand(await canaryConfig(canaryImage, ['wait', 'early'], { startup: 10 })),
     );
-    const state = await readFile(`${t.stateDir}/state`);
-    // A daemon restart: SIGTERM stops the VMs and keeps the state file as it was.
+    const state = await storedState(t.stateDir);
+    // A daemon restart: SIGTERM stops the VMs and keeps the state as it was.
     await t.engine.shutdown();
     expect(t.engine.running).toEqual([]);
-    expect(await readFile(`${t.stateDir}/state`)).toEqual(state);
+    expect(await storedState(t.stateDir)).toEqual(state);
 
     second = await t.reopen();
     expect(T.findPolicy(second.engine.tree, ['team'] as never)).toEqual(policy);
     expect(second.engine.running.sort()).toEqual(['team:early', 'team:late']);
     await waitForLine(second.hub, 'team:early', 'petrel-canary early');
-    expect(existsSync(`${t.stateDir}/state.started`)).toBe(true);
-    expect(existsSync(`${t.stateDir}/state.bak`)).toBe(true);
+    expect(existsSync(`${t.stateDir}/petrel.state.started`)).toBe(true);
   });
 
   it('start-up adopts the tender that outlived the daemon and removes leftovers: taps, FIFOs, images', async () => {
@@ -110,7 +110,7 @@ describe('persistence', () => {
   it('an undecodable state file is fatal and names the problem', async () => {
     t = await makeEngine();
     await t.engine.shutdown();
-    await writeFile(`${t.stateDir}/state`, Buffer.from([0x30, 0x03, 0x01]));
+    await writeFile(`${t.stateDir}/petrel.state`, Buffer.from([0x30, 0x03, 0x01]));
     await expect(t.reopen()).rejects.toThrow(/restore failed: bailing out: /);
   });
 });

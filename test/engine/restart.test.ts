@@ -1,29 +1,26 @@
 // Restart on failure (semantics §5.7, Petrel (d)) through the engine, with short back-offs.
-import { readFile } from 'node:fs/promises';
+import { createHash } from 'node:crypto';
+import { readdir } from 'node:fs/promises';
+import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { DEFAULT_RESTART, decideRestart, NO_HISTORY } from '../../src/engine/restart.js';
-import { decodeState } from '../../src/wire/state.js';
 import { canaryImage } from './guest.js';
-import { canaryConfig, createCommand, makeEngine, name, replyText, type TestEngine } from './harness.js';
+import {
+  canaryConfig,
+  createCommand,
+  makeEngine,
+  name,
+  replyText,
+  storedNames,
+  type TestEngine,
+  until,
+} from './harness.js';
 
 let t: TestEngine | undefined;
 afterEach(async () => {
   await t?.close();
   t = undefined;
 });
-
-const until = async (check: () => boolean, ms = 10_000) => {
-  const deadline = Date.now() + ms;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error('condition not reached');
-    await new Promise((r) => setTimeout(r, 20));
-  }
-};
-
-const storedNames = async (stateDir: string) => {
-  const state = decodeState(await readFile(`${stateDir}/state`));
-  return state.ok ? state.value.unikernels.map((u) => u.name.label) : ['undecodable'];
-};
 
 describe('restart decisions', () => {
   const input = (code: number | null, exitCodes: number[] = [], extra = {}) => ({
@@ -114,7 +111,7 @@ describe('restart on failure through the engine', () => {
     expect(await storedNames(t.stateDir)).toEqual([]);
   });
 
-  it('destroy cancels a pending restart', async () => {
+  it('destroy cancels a pending restart; the image stays in the store while it waits', async () => {
     t = await makeEngine({ restart: { ...fast, backoffBaseMs: 5_000 } });
     const config = await canaryConfig(canaryImage, ['exit', '7'], {
       failBehaviour: { kind: 'restart', exitCodes: [7] },
@@ -122,11 +119,14 @@ describe('restart on failure through the engine', () => {
     await t.run(':p', createCommand(config));
     await until(() => t?.engine.running.length === 0);
     await t.engine.idle();
-    expect(await storedNames(t.stateDir)).toEqual(['p']);
+    expect(await storedNames(t.stateDir)).toEqual([':p']);
+    const store = path.join(t.stateDir, 'images');
+    expect(await readdir(store)).toEqual([createHash('sha256').update(config.image).digest('hex')]);
     expect(replyText(await t.run(':p', { type: 'unikernel-destroy' }))).toBe(
       'destroyed: removed from restarting',
     );
     expect(await storedNames(t.stateDir)).toEqual([]);
+    expect(await readdir(store)).toEqual([]);
     expect(replyText(await t.run(':p', { type: 'unikernel-destroy' }))).toBe('Failure: destroy: not found');
     expect(t.engine.pidOf(name(':p'))).toBeUndefined();
   });

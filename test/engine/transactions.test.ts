@@ -1,5 +1,3 @@
-// Every rejection changes nothing; force-create and restart are one transaction (Petrel (b)).
-import { readFile } from 'node:fs/promises';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { unwrap } from '../../src/resources/errors.js';
 import { makePolicy } from '../../src/resources/policy.js';
@@ -10,6 +8,7 @@ import {
   makeEngine,
   name,
   replyText,
+  storedState,
   type TestEngine,
   waitForLine,
 } from './harness.js';
@@ -82,12 +81,14 @@ describe('rejections change nothing', () => {
     });
     const before = await t.snapshot();
     for (const step of [
-      'writeImage',
+      'stageImage',
+      'storeImage',
+      'linkImage',
       'makeFifo',
       'createTap',
       'openConsole',
       'spawnTender',
-      'writeState',
+      'appendJournal',
     ] as const) {
       t.faults[step] = () => true;
       const result = await t.run(':vm', createCommand(config));
@@ -164,10 +165,9 @@ describe('force-create', () => {
     expect(newPid).toBeDefined();
     expect(newPid).not.toBe(oldPid);
     await waitForLine(t.hub, ':vm', 'petrel-canary first');
-    // The state file still describes the old configuration.
-    const state = await readFile(`${t.stateDir}/state`);
-    expect(state.includes(Buffer.from('first'))).toBe(true);
-    expect(state.includes(Buffer.from('second'))).toBe(false);
+    // The state still describes the old configuration.
+    const state = await storedState(t.stateDir);
+    expect(state.unikernels.map((u) => u.config.arguments)).toEqual([['wait', 'first']]);
   });
 
   it('when bringing the old one back fails too, both errors are reported and nothing runs', async () => {

@@ -15,7 +15,6 @@ const request = (name: string, text: string): ReplaceRequest => ({
   data: new TextEncoder().encode(text),
   mode: 0o600,
   durable: false,
-  backup: null,
   previous: true,
 });
 

@@ -1,16 +1,18 @@
+import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { chmod, lstat, mkdir, readdir, readFile, stat, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import {
+  appendDurably,
   createBlockFile,
   openNoFollow,
   removeBlockFile,
-  replaceKeepingBackup,
   writeFileAtomic,
-  writeImage,
 } from '../../src/host/files.js';
 import { UndoStack } from '../../src/host/undo.js';
+import { printName } from '../../src/resources/name.js';
+import { repo } from '../engine/guest.js';
 import { failure, name, tempDir, value } from './helpers.js';
 
 let dir: string;
@@ -53,18 +55,40 @@ describe('atomic write', () => {
     }
   });
 
-  it('keeps the previous state file as the backup, as a hard link, and names a failed step', async () => {
-    const file = path.join(dir, 'state');
-    const backup = path.join(dir, 'state.bak');
-    value(await replaceKeepingBackup(file, backup, Buffer.from('one')));
-    expect(await readdir(dir)).toEqual(['state']);
-    value(await replaceKeepingBackup(file, backup, Buffer.from('two')));
-    expect(await readFile(backup, 'utf8')).toBe('one');
-    expect(await readFile(file, 'utf8')).toBe('two');
+  it('appends durably, creating the file; a failed step is named', async () => {
+    const file = path.join(dir, 'journal');
+    value(await appendDurably(file, Buffer.from('one')));
+    value(await appendDurably(file, Buffer.from('two')));
+    expect(await readFile(file, 'utf8')).toBe('onetwo');
     const missing = path.join(dir, 'no-such-dir', 'state');
-    const error = failure(await replaceKeepingBackup(missing, `${missing}.bak`, Buffer.from('x')));
+    const error = failure(await writeFileAtomic(missing, Buffer.from('x')));
     expect(error.code).toBe('E_HOST_IO');
     expect(error.message).toMatch(/^open .*no-such-dir\/\.state\.petrel-tmp-.* failed: ENOENT/u);
+    expect(failure(await appendDurably(missing, Buffer.from('x'))).message).toMatch(
+      /^create .*no-such-dir\/state failed: ENOENT/u,
+    );
+  });
+
+  it('an append cut short by the file system is cut back: no torn tail stays', async () => {
+    // A file size limit (RLIMIT_FSIZE) makes the second append's write stop part-way; the
+    // compiled module runs in a child process that has the limit.
+    const files = path.join(repo, 'dist', 'src', 'host', 'files.js');
+    const file = path.join(dir, 'journal');
+    const script = `process.on('SIGXFSZ', () => {});
+      const { appendDurably } = await import(${JSON.stringify(files)});
+      const first = await appendDurably(process.argv[2], Buffer.alloc(60, 0x61));
+      const second = await appendDurably(process.argv[2], Buffer.alloc(60, 0x62));
+      console.log(JSON.stringify([first.ok, second.ok ? 'ok' : second.error.message]));`;
+    const scriptFile = path.join(dir, 'append.mjs');
+    await writeFile(scriptFile, script);
+    const run = spawnSync('prlimit', ['--fsize=100', process.execPath, scriptFile, file], {
+      encoding: 'utf8',
+    });
+    expect(run.stderr).toBe('');
+    const [first, second] = JSON.parse(run.stdout) as [boolean, string];
+    expect(first).toBe(true);
+    expect(second).toMatch(/^(write|fdatasync) .*journal failed: .*EFBIG/u);
+    expect(await readFile(file, 'utf8')).toBe('a'.repeat(60));
   });
 
   it('never shows a reader a partial file', async () => {
@@ -110,21 +134,13 @@ describe('atomic write', () => {
 
   it('works for the longest names (temporary names stay within NAME_MAX)', async () => {
     const long = name(['a', 'b', 'c', 'd'].map((c) => c.repeat(c === 'd' ? 56 : 63)).join(':'));
-    const written = value(await writeImage(dir, long, Buffer.from('ELF')));
-    expect(Buffer.byteLength(path.basename(written.value))).toBe(252);
-    value(await writeImage(dir, long, Buffer.from('ELF2')));
+    const file = path.join(dir, `${printName(long)}.img`);
+    expect(Buffer.byteLength(path.basename(file))).toBe(252);
+    value(await writeFileAtomic(file, Buffer.from('ELF')));
+    value(await writeFileAtomic(file, Buffer.from('ELF2')));
     const block = value(await createBlockFile(dir, long, 1));
     await value(await removeBlockFile(dir, long)).undo();
     expect(await readFile(block.value)).toHaveLength(1024 * 1024);
-  });
-
-  it('writes the image of a unikernel to <run-dir>/<name>.img', async () => {
-    const written = value(await writeImage(dir, name('user:web'), Buffer.from('ELF')));
-    expect(written.value).toBe(path.join(dir, 'user:web.img'));
-    expect(await readFile(written.value, 'utf8')).toBe('ELF');
-    await written.undo();
-    expect(await readdir(dir)).toEqual([]);
-    expect(failure(await writeImage(dir, name('user:'), Buffer.from('ELF'))).code).toBe('E_HOST_PATH');
   });
 });
 

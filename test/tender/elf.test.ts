@@ -1,5 +1,12 @@
-import { describe, expect, it } from 'vitest';
-import { readSolo5Notes, tenderKindOf } from '../../src/tender/elf.js';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import {
+  readSolo5Notes as readInMemory,
+  readSolo5NotesFromFile,
+  tenderKindOf,
+} from '../../src/tender/elf.js';
 import {
   ABI1,
   abiDesc,
@@ -12,6 +19,26 @@ import {
   RESERVED_FIRST,
   solo5Image,
 } from './elf-builder.js';
+
+// Every image read here is read again from a file afterwards: the file reader, which loads
+// only the pieces the checks look at, must give the same answer, errors included.
+const seen: [Uint8Array, string | undefined][] = [];
+const readSolo5Notes = (image: Uint8Array, file?: string) => {
+  seen.push([image, file]);
+  return readInMemory(image, file);
+};
+afterEach(async () => {
+  const dir = await mkdtemp(path.join(tmpdir(), 'petrel-elf-'));
+  try {
+    for (const [image, file] of seen.splice(0)) {
+      const at = path.join(dir, 'image');
+      await writeFile(at, image);
+      expect(await readSolo5NotesFromFile(at, file)).toEqual(readInMemory(image, file));
+    }
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+});
 
 const abiSeg = { notes: [{ type: ABI1, desc: abiDesc(1, 2) }] };
 const mftSeg = (desc = manifestDesc([])) => ({ notes: [{ type: MFT1, desc }] });

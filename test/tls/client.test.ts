@@ -131,11 +131,16 @@ describe('createRemoteTransport', () => {
     const image = new Uint8Array(300_000).map((_, i) => i % 251);
     const answer = await (await running.client()).request(name('web'), create(image));
     expect(answer.ok && answer.value.kind).toBe('reply');
-    const [, command] = running.fake.connections[0]?.received ?? [];
+    const [, command, ...rest] = running.fake.connections[0]?.received ?? [];
     const sent = command?.kind === 'message' ? command.wire.payload : null;
     expect(
       sent?.kind === 'command' && sent.command.type === 'unikernel-create' && sent.command.config.image,
-    ).toEqual(image);
+    ).toEqual(new Uint8Array());
+    // The endpoint forwards the chunks after the create, as they came (never joined).
+    expect(rest.at(-1)).toEqual({ kind: 'end' });
+    expect(Buffer.concat(rest.flatMap((r) => (r.kind === 'chunk' ? [r.bytes] : [])))).toEqual(
+      Buffer.from(image),
+    );
   });
 
   it('block set: the input goes after the leaf as raw chunks and a zero chunk', async () => {

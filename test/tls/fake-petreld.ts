@@ -1,7 +1,7 @@
 // A stand-in for petreld's three local sockets, for endpoint tests while the real daemon is being
 // written: it records every frame each connection brings and answers with scripted replies in
-// the daemon's connection rules (policy add keeps the connection, block set reads chunks, dump
-// and subscriptions stream).
+// the daemon's connection rules (policy add keeps the connection, block set and a create
+// without an image read chunks, dump and subscriptions stream).
 
 import { mkdtemp, rm } from 'node:fs/promises';
 import { createServer, type Server, type Socket } from 'node:net';
@@ -107,13 +107,18 @@ export class FakePetreld {
           if (event.kind === 'end') {
             connection.received.push({ kind: 'end' });
             streaming = false;
-            const set = connection.received.find(
-              (r) =>
-                r.kind === 'message' &&
-                r.wire.payload.kind === 'command' &&
-                r.wire.payload.command.type === 'block-set',
+            const streamed = connection.received.findLast(
+              (r) => r.kind === 'message' && r.wire.payload.kind === 'command',
             );
-            if (set?.kind === 'message') send(set.wire, text('set block device'));
+            if (streamed?.kind === 'message' && streamed.wire.payload.kind === 'command') {
+              const type = streamed.wire.payload.command.type;
+              send(
+                streamed.wire,
+                type === 'block-set'
+                  ? text('set block device')
+                  : (this.script.command?.(streamed.wire) ?? text(`ok ${type}`)),
+              );
+            }
             socket.end();
           } else {
             connection.received.push({ kind: 'chunk', bytes: event.payload.slice() });
@@ -146,6 +151,11 @@ export class FakePetreld {
       }
       case 'block-set':
         return true;
+      case 'unikernel-create':
+        if (command.config.image.length === 0) return true;
+        send(wire, this.script.command?.(wire) ?? text(`ok ${command.type}`));
+        socket.end();
+        return false;
       case 'block-dump':
         send(wire, { kind: 'reply', reply: { type: 'block-device-image', compressed: false } });
         for (const part of ['abc', 'def']) {

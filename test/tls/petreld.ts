@@ -39,7 +39,8 @@ export interface Petreld {
   readonly dir: string;
   readonly ca: string;
   readonly runDir: string;
-  readonly stateFile: string;
+  /** `state/`: Petrel's state (read it with storedState of test/engine/harness.ts). */
+  readonly stateDir: string;
   /** The TLS port on 127.0.0.1; null when started without TLS. */
   readonly port: number | null;
   /** Every log line of the daemon (info and above), parsed. */
@@ -112,7 +113,7 @@ export async function startPetreld(
       dir,
       ca,
       runDir: path.join(dir, 'run'),
-      stateFile: path.join(dir, 'state', 'state'),
+      stateDir: path.join(dir, 'state'),
       port,
       logs,
       remote: (label, at = port ?? 0) =>

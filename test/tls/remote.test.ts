@@ -19,7 +19,7 @@ import { FrameReader } from '../../src/wire/index.js';
 import type { Command } from '../../src/wire/types.js';
 import { request } from '../daemon/client.js';
 import { canaryImage } from '../engine/guest.js';
-import { canaryConfig } from '../engine/harness.js';
+import { canaryConfig, storedState } from '../engine/harness.js';
 import { DESTROY, delegate, INFO, name, policy } from './helpers.js';
 import { type Petreld, startPetreld } from './petreld.js';
 
@@ -162,7 +162,7 @@ describe('a delegation that exceeds its parent, on a fresh petreld', () => {
   };
 
   it('above its parent delegation: refused before petreld hears of it; nothing inserted or persisted', async () => {
-    const before = await readFile(petreld.stateFile);
+    const before = await storedState(petreld.stateDir);
     const policiesBefore = await policies();
     // alice:big (4 VMs) under alice (2 VMs): `petrel ca delegate` refuses to sign this, so it is
     // signed without the check, as a careless or hostile CA holder could.
@@ -184,7 +184,7 @@ describe('a delegation that exceeds its parent, on a fresh petreld', () => {
     expect(petreld.logs.filter((l) => l.event === 'tls.session')).toEqual([]);
     expect(await policies()).toEqual(policiesBefore);
     expect(policiesBefore).not.toContain('alice:');
-    expect(await readFile(petreld.stateFile)).toEqual(before);
+    expect(await storedState(petreld.stateDir)).toEqual(before);
   });
 
   it('larger than this host: installed (one chain serves many hosts), but the host bounds what runs', async () => {
@@ -221,12 +221,14 @@ describe('a delegation that exceeds its parent, on a fresh petreld', () => {
     const removed = await request(vmmd, 'alice:', { type: 'policy-remove' });
     expect(removed.map((w) => w.payload.kind)).toEqual(['reply']);
     expect(await policies()).not.toContain('alice:');
-    expect((await readFile(petreld.stateFile)).includes('alice')).toBe(false);
+    const policyPaths = async () =>
+      (await storedState(petreld.stateDir)).policies.map((p) => p.path.join(':'));
+    expect(await policyPaths()).not.toContain('alice');
 
     expect(await listed(alice)).toEqual([]);
     expect(await policies()).toContain('alice:');
     expect(installs()).toHaveLength(2);
-    expect((await readFile(petreld.stateFile)).includes('alice')).toBe(true);
+    expect(await policyPaths()).toContain('alice');
   });
 });
 

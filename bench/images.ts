@@ -1,0 +1,144 @@
+// Benchmark: what images cost petreld (issue 13). 40 unikernels, each with its own 8 MB image
+// (the hvt canary with 8 MB of distinct bytes appended, which the tender ignores), created one
+// after another over the local socket of a REAL petreld running as its own process. Figures:
+// median create latency of the last 5 ÷ the first 5 (target ≤ 1.15); bytes petreld writes per
+// create, from /proc/<pid>/io write_bytes (target ≤ 1.1 × image + 64 KiB); petreld's RSS growth
+// per unikernel (target ≤ 256 KiB); the state directory without the image store and block
+// devices, per unikernel (target ≤ 4 KiB). Then a restart of petreld restores all 40 and the
+// time it takes is printed.
+//
+// Guests: real with KVM or SOLO5_HVT, otherwise the fake-kvm TEST DOUBLE of test/engine/guest.ts.
+// Run: npm run bench -- images   (BENCH_IMAGES_COUNT and BENCH_IMAGES_MB change 40 and 8)
+
+import { createHash } from 'node:crypto';
+import { mkdtemp, readdir, readFile, rm, stat } from 'node:fs/promises';
+import { loadavg, tmpdir } from 'node:os';
+import path from 'node:path';
+import { request, said } from '../test/daemon/client.js';
+import { type DaemonProcess, launchDaemon } from '../test/daemon/process.js';
+import { canaryImage, guestMode, testTender } from '../test/engine/guest.js';
+import { canaryConfig, createCommand, makeNetns } from '../test/engine/harness.js';
+
+const COUNT = Number(process.env.BENCH_IMAGES_COUNT ?? 40);
+const IMAGE_MB = Number(process.env.BENCH_IMAGES_MB ?? 8);
+const EDGE = 5;
+const KIB = 1024;
+
+const median = (values: readonly number[]) => {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 === 1
+    ? (sorted[mid] as number)
+    : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2;
+};
+
+async function rssKiB(pid: number): Promise<number> {
+  const status = await readFile(`/proc/${pid}/status`, 'utf8');
+  return Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? Number.NaN);
+}
+
+async function writeBytes(pid: number): Promise<number> {
+  const io = await readFile(`/proc/${pid}/io`, 'utf8');
+  return Number(/write_bytes:\s+(\d+)/.exec(io)?.[1] ?? Number.NaN);
+}
+
+/** Bytes of regular files under `dir`, leaving out the named subdirectories. */
+async function bytesUnder(dir: string, skip: readonly string[]): Promise<number> {
+  let total = 0;
+  for (const entry of await readdir(dir, { withFileTypes: true })) {
+    const full = path.join(dir, entry.name);
+    if (entry.isDirectory()) {
+      if (!skip.includes(entry.name)) total += await bytesUnder(full, []);
+    } else if (entry.isFile()) total += (await stat(full)).size;
+  }
+  return total;
+}
+
+/** The canary followed by `mb` MB of bytes that differ for every `seed`. */
+function bigImage(canary: Buffer, seed: number, mb: number): Buffer {
+  const tail = Buffer.alloc(mb * 1000 * 1000);
+  let block = createHash('sha256').update(`petrel-bench-${seed}`).digest();
+  for (let at = 0; at < tail.length; at += block.length) {
+    block.copy(tail, at);
+    block = createHash('sha256').update(block).digest();
+  }
+  return Buffer.concat([canary, tail]);
+}
+
+const dir = await mkdtemp(path.join(tmpdir(), 'petrel-bench-images-'));
+const netns = makeNetns();
+const tender = await testTender(dir);
+const stateDir = path.join(dir, 'state');
+const flags = ['--state-dir', stateDir, '--run-dir', path.join(dir, 'run'), '--tender-hvt', tender];
+flags.push('--stop-timeout', '2s', '--canary-deadline', '10s', '--log-level', 'warn', '--runtimes', 'hvt');
+const env = { PETREL_TEST_NETNS: netns.name, PETREL_FAKE_KVM: '1' };
+let daemon: DaemonProcess | null = null;
+try {
+  daemon = await launchDaemon(flags, env);
+  const socket = path.join(dir, 'run', 'util', 'vmmd.sock');
+  const canary = await readFile(canaryImage);
+  const imageBytes = bigImage(canary, 0, IMAGE_MB).length;
+  // Settle: the boot canary's garbage and the first command's compilation before the baseline.
+  await new Promise((resolve) => setTimeout(resolve, 500));
+  const rss0 = await rssKiB(daemon.pid);
+  const latencies: number[] = [];
+  const written: number[] = [];
+  for (let i = 0; i < COUNT; i++) {
+    const config = await canaryConfig(canaryImage, ['wait', `img${i}`], {
+      image: bigImage(canary, i, IMAGE_MB),
+    });
+    const before = await writeBytes(daemon.pid);
+    const started = performance.now();
+    const replies = await request(socket, `:img${i}`, createCommand(config));
+    latencies.push(performance.now() - started);
+    written.push((await writeBytes(daemon.pid)) - before);
+    if (said(replies[0]) !== 'created unikernel') throw new Error(`create ${i}: ${said(replies[0])}`);
+  }
+  await new Promise((resolve) => setTimeout(resolve, 500));
+  const rss1 = await rssKiB(daemon.pid);
+  const state = await bytesUnder(stateDir, ['images', 'block']);
+
+  const first = median(latencies.slice(0, EDGE));
+  const last = median(latencies.slice(-EDGE));
+  const perCreate = median(written);
+  const allowed = 1.1 * imageBytes + 64 * KIB;
+  console.log(`guests: ${guestMode === 'fake-kvm' ? 'fake-kvm.so stands in for KVM' : 'real (KVM)'}`);
+  console.log(
+    `${COUNT} unikernels, each with its own ${(imageBytes / 1e6).toFixed(1)} MB image, local socket`,
+  );
+  console.log(
+    `  create latency: median of the first ${EDGE} ${first.toFixed(1)} ms, of the last ${EDGE} ${last.toFixed(1)} ms: ratio ${(last / first).toFixed(2)} (target ≤ 1.15)`,
+  );
+  console.log(
+    `  bytes written per create (median): ${(perCreate / 1e6).toFixed(2)} MB = ${(perCreate / imageBytes).toFixed(2)} × the image (target ≤ ${(allowed / 1e6).toFixed(2)} MB); max ${(Math.max(...written) / 1e6).toFixed(2)} MB`,
+  );
+  console.log(
+    `  petreld RSS: ${rss0} KiB → ${rss1} KiB: ${((rss1 - rss0) / COUNT).toFixed(0)} KiB per unikernel (target ≤ 256)`,
+  );
+  console.log(
+    `  state directory without images and blocks: ${state} bytes, ${(state / COUNT / KIB).toFixed(2)} KiB per unikernel (target ≤ 4)`,
+  );
+
+  // A daemon restart: every unikernel comes back from the state.
+  await daemon.stop();
+  daemon = null;
+  const restarting = performance.now();
+  daemon = await launchDaemon(flags, env, undefined, 120_000);
+  const restartMs = performance.now() - restarting;
+  const info = await request(socket, ':', { type: 'unikernel-info', release: '2.7' });
+  const payload = info[0]?.payload;
+  const listed =
+    payload?.kind === 'reply' && payload.reply.type === 'unikernel-info' ? payload.reply.entries.length : -1;
+  console.log(
+    `  petreld restart: ${listed} of ${COUNT} unikernels back, ready after ${restartMs.toFixed(0)} ms`,
+  );
+  console.log(
+    `load average: ${loadavg()
+      .map((l) => l.toFixed(2))
+      .join(' ')}`,
+  );
+} finally {
+  await daemon?.stop();
+  netns.destroy();
+  await rm(dir, { recursive: true, force: true });
+}

@@ -1,0 +1,206 @@
+// The committed state (petrel-differences.md (j)): what the last committed transaction left on
+// disk, mirrored in memory. A commit appends one journal entry with its changes (fdatasync) —
+// a write the size of the change — and once the journal outgrows the snapshot the whole state
+// is written as a new snapshot and the journal emptied. A crash at any byte of either write
+// reads back as the last committed transaction: a torn entry ends the journal, and a journal
+// replayed over a snapshot that already holds it yields the same state.
+
+import type { Logger } from 'pino';
+import { err, ok, type PetrelError, type Result } from '../resources/errors.js';
+import { pathName, printName } from '../resources/name.js';
+import {
+  applyChanges,
+  encodeEntry,
+  encodeSnapshot,
+  loadPetrelState,
+  type PetrelState,
+  type StateChange,
+  type UnikernelRecord,
+} from '../wire/petrel-state.js';
+import type { StatePolicy } from '../wire/types.js';
+import { publishStep } from './events.js';
+import type { EngineHost } from './host.js';
+
+/** The journal is compacted once it holds more than this, or more than the snapshot. */
+export const DEFAULT_COMPACT_BYTES = 64 * 1024;
+
+/** The name state-wide steps are published under (crash tests: `:@compacted`). */
+export const STATE_STEP_NAME = ':';
+
+export interface LoadedState {
+  readonly state: PetrelState;
+  /** False when neither a snapshot nor a journal exists (a first start, or an older Petrel's). */
+  readonly found: boolean;
+  /** Bytes of a torn or damaged journal tail that were ignored. */
+  readonly ignoredBytes: number;
+}
+
+export class StateBook {
+  readonly #host: EngineHost;
+  readonly #log: Logger;
+  readonly #compactBytes: number;
+  #unikernels = new Map<string, UnikernelRecord>();
+  #policies = new Map<string, StatePolicy>();
+  #imported: readonly string[] = [];
+  /** Committed records per image digest; and images the start-up copy names (kept a run longer). */
+  #images = new Map<string, number>();
+  #kept = new Set<string>();
+  /** Digests the committed state stopped naming since `takeReleased` was last called. */
+  #released = new Set<string>();
+  #journalBytes = 0;
+  #snapshotBytes = 0;
+  /** Set when a write failed: the next commit writes the whole state as a snapshot. */
+  #mustCompact = false;
+
+  constructor(host: EngineHost, log: Logger, compactBytes = DEFAULT_COMPACT_BYTES) {
+    this.#host = host;
+    this.#log = log;
+    this.#compactBytes = compactBytes;
+  }
+
+  /** Reads the snapshot and replays the journal over it; makes that the committed state. */
+  async load(): Promise<Result<LoadedState, PetrelError>> {
+    const stored = await this.#host.readState();
+    if (!stored.ok) return stored;
+    const { snapshot, journal } = stored.value;
+    const loaded = loadPetrelState(snapshot, journal);
+    if (!loaded.ok)
+      return err('E_STATE_READ', `bailing out: the state snapshot: ${loaded.error.message}`, {
+        cause: loaded.error,
+      });
+    this.#set(loaded.value.state);
+    this.#snapshotBytes = snapshot?.length ?? 0;
+    this.#journalBytes = loaded.value.journalBytes;
+    const ignoredBytes = (journal?.length ?? 0) - loaded.value.journalBytes;
+    this.#mustCompact = ignoredBytes > 0;
+    return ok({ state: loaded.value.state, found: snapshot !== null || journal !== null, ignoredBytes });
+  }
+
+  get unikernels(): IterableIterator<UnikernelRecord> {
+    return this.#unikernels.values();
+  }
+
+  unikernel(key: string): UnikernelRecord | undefined {
+    return this.#unikernels.get(key);
+  }
+
+  policy(key: string): StatePolicy | undefined {
+    return this.#policies.get(key);
+  }
+
+  get policies(): readonly StatePolicy[] {
+    return [...this.#policies.values()];
+  }
+
+  /** Images the committed state stopped naming since the last call (candidates for removal). */
+  takeReleased(): string[] {
+    const released = [...this.#released];
+    this.#released = new Set();
+    return released;
+  }
+
+  get imported(): readonly string[] {
+    return this.#imported;
+  }
+
+  /** Whether the committed state, or the copy kept at start-up, names this image. */
+  refersTo(digest: string): boolean {
+    return this.#images.has(digest) || this.#kept.has(digest);
+  }
+
+  /** Images named by the state at start-up stay until the next start (see `keepStartedCopy`). */
+  keep(digests: Iterable<string>): void {
+    this.#kept = new Set(digests);
+  }
+
+  /**
+   * Commits one transaction's changes durably; on failure the committed state is unchanged.
+   * `current` is the whole state as it should be now: written as a snapshot when the journal is
+   * due for compaction, and after a failed write (whose changes the engine has made all the
+   * same, so the next write must carry them too).
+   */
+  async commit(
+    changes: readonly StateChange[],
+    current: () => Omit<PetrelState, 'imported'>,
+  ): Promise<Result<void, PetrelError>> {
+    if (changes.length === 0 && !this.#mustCompact) return ok(undefined);
+    const entry = encodeEntry(changes);
+    if (!entry.ok) return entry;
+    const limit = Math.max(this.#compactBytes, this.#snapshotBytes);
+    if (this.#mustCompact || this.#journalBytes + entry.value.length > limit) {
+      return this.replace({ ...current(), imported: this.#imported });
+    }
+    const appended = await this.#host.appendJournal(entry.value);
+    if (!appended.ok) {
+      this.#mustCompact = true;
+      return appended;
+    }
+    this.#journalBytes += entry.value.length;
+    for (const change of changes) {
+      if (change.kind === 'put-unikernel' || change.kind === 'remove-unikernel') {
+        const name = change.kind === 'put-unikernel' ? change.record.name : change.name;
+        const before = this.#unikernels.get(printName(name));
+        if (before !== undefined) this.#count(before.image.digest, -1);
+        if (change.kind === 'put-unikernel') this.#count(change.record.image.digest, 1);
+      }
+      applyChanges(this.#unikernels, this.#policies, [change]);
+    }
+    return ok(undefined);
+  }
+
+  /**
+   * Commits `state` whole: a new snapshot (atomic replace), then an empty journal. A crash
+   * between the two replays the old journal over the new snapshot, which changes nothing.
+   */
+  async replace(state: PetrelState): Promise<Result<void, PetrelError>> {
+    const bytes = encodeSnapshot(state);
+    if (!bytes.ok) return bytes;
+    const written = await this.#host.writeSnapshot(bytes.value);
+    if (!written.ok) {
+      this.#mustCompact = true;
+      return written;
+    }
+    this.#set(state);
+    this.#snapshotBytes = bytes.value.length;
+    publishStep(STATE_STEP_NAME, 'compacted');
+    const reset = await this.#host.resetJournal();
+    if (reset.ok) {
+      this.#journalBytes = 0;
+      this.#mustCompact = false;
+    } else {
+      // Committed all the same: the old entries replay to this state. Try again next time.
+      this.#log.warn({ problem: reset.error.message }, 'could not empty the state journal');
+      this.#mustCompact = true;
+    }
+    return ok(undefined);
+  }
+
+  /** The committed state as one value (start-up copy, export). */
+  snapshot(): PetrelState {
+    return { unikernels: [...this.#unikernels.values()], policies: this.policies, imported: this.#imported };
+  }
+
+  #set(state: PetrelState): void {
+    this.#unikernels = new Map(state.unikernels.map((u) => [printName(u.name), u] as const));
+    this.#policies = new Map(state.policies.map((p) => [printName(pathName(p.path)), p] as const));
+    this.#imported = state.imported;
+    this.#recount();
+  }
+
+  #count(digest: string, by: number): void {
+    const count = (this.#images.get(digest) ?? 0) + by;
+    if (count > 0) {
+      this.#images.set(digest, count);
+      return;
+    }
+    this.#images.delete(digest);
+    this.#released.add(digest);
+  }
+
+  #recount(): void {
+    const before = this.#images;
+    this.#images = new Map();
+    for (const record of this.#unikernels.values()) this.#count(record.image.digest, 1);
+    for (const digest of before.keys()) if (!this.#images.has(digest)) this.#released.add(digest);
+  }
+}
