@@ -111,6 +111,59 @@ const i32 = (v: number) => {
 const op = (c: string) => Buffer.from(c, 'latin1');
 const cString = (s: string) => Buffer.from(`${s}\0`);
 
+/**
+ * Cuts the holder's byte stream into frame bodies. A frame that lies within one chunk is handed
+ * out as a view of it (a socket's chunks are fresh buffers, never reused); only a frame split
+ * across chunks is copied, once. Consoles are most of what flows here.
+ */
+class Frames {
+  #parts: Buffer[] = [];
+  #length = 0;
+
+  push(chunk: Buffer): void {
+    this.#parts.push(chunk);
+    this.#length += chunk.length;
+  }
+
+  /** The body of the next complete frame, or null until it has arrived. */
+  next(): Buffer | null {
+    if (this.#length < 4) return null;
+    const length = this.#take(4, false).readUInt32LE(0);
+    if (this.#length < 4 + length) return null;
+    return this.#take(4 + length, true).subarray(4);
+  }
+
+  /** The first `n` bytes, consumed or not. */
+  #take(n: number, consume: boolean): Buffer {
+    const first = this.#parts[0] as Buffer;
+    let bytes: Buffer;
+    if (first.length >= n) {
+      bytes = first.subarray(0, n);
+    } else {
+      bytes = Buffer.allocUnsafe(n);
+      let at = 0;
+      for (const part of this.#parts) {
+        const copied = part.copy(bytes, at, 0, Math.min(part.length, n - at));
+        at += copied;
+        if (at === n) break;
+      }
+    }
+    if (!consume) return bytes;
+    this.#length -= n;
+    let left = n;
+    while (left > 0) {
+      const part = this.#parts[0] as Buffer;
+      if (part.length > left) {
+        this.#parts[0] = part.subarray(left);
+        break;
+      }
+      left -= part.length;
+      this.#parts.shift();
+    }
+    return bytes;
+  }
+}
+
 class Held implements HeldChild {
   readonly exit: Promise<HeldExit>;
   exited = false;
@@ -181,7 +234,7 @@ export class Holder {
   readonly #acks = new Map<number, number>();
   #acksScheduled = false;
   #nextId = 1;
-  #buffered: Buffer = Buffer.alloc(0);
+  readonly #frames = new Frames();
   #connected = true;
   #detached = false;
   #referenced = true;
@@ -345,18 +398,13 @@ export class Holder {
   }
 
   #read(chunk: Buffer): void {
-    this.#buffered = this.#buffered.length === 0 ? chunk : Buffer.concat([this.#buffered, chunk]);
-    let at = 0;
-    while (this.#buffered.length - at >= 4) {
-      const length = this.#buffered.readUInt32LE(at);
-      if (this.#buffered.length - at - 4 < length) break;
-      if (!this.#event(this.#buffered.subarray(at + 4, at + 4 + length))) {
+    this.#frames.push(chunk);
+    for (let body = this.#frames.next(); body !== null; body = this.#frames.next()) {
+      if (!this.#event(body)) {
         this.#socket.destroy(); // nothing we could still trust
         return;
       }
-      at += 4 + length;
     }
-    this.#buffered = this.#buffered.subarray(at);
     this.#updateReference();
   }
 
@@ -367,8 +415,8 @@ export class Holder {
     const offset = (at: number) => Number(body.readBigUInt64LE(at));
     if (code === 'O' && n >= 21) {
       const child = this.#children.get(body.readInt32LE(1));
-      // A copy: `body` is a view of the read buffer, which the next read replaces.
-      child?.output({ offset: offset(5), time: offset(13), bytes: Buffer.from(body.subarray(21)) });
+      // A view: lines cut from it are copies, so the chunk is not kept.
+      child?.output({ offset: offset(5), time: offset(13), bytes: body.subarray(21) });
     } else if (code === 'P' && n === 9) {
       this.#started(body.readUInt32LE(1), body.readInt32LE(5));
     } else if (code === 'E' && n === 10) {
