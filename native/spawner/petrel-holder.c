@@ -79,9 +79,10 @@
 #define MAX_RING (16u * 1024 * 1024)
 /* Read times kept per console: the time of older bytes is that of the oldest read kept. */
 #define MARKS 256
-/* Console bytes framed for the owner only while less than this is waiting to be written. */
-#define OUT_LOW (256u * 1024)
-#define OUTPUT_CHUNK (32u * 1024)
+/* Console bytes framed for the owner only while less than this is waiting to be written: what
+ * is framed is in flight, and a petreld that pauses a console still receives it. */
+#define OUT_LOW (64u * 1024)
+#define OUTPUT_CHUNK (16u * 1024)
 /* How long a console may keep draining after its tender was reaped. */
 #define DRAIN_MS 10000
 static long idle_exit_ms = 5000;
@@ -280,10 +281,11 @@ static struct mark mark_of(const struct child *c, uint64_t offset)
     return (struct mark){ c->end, now_ms() };
 }
 
-/* Frames what the owner has not been sent of one watched console, a read at a time. */
+/* Frames what the owner has not been sent of one watched console, a read at a time; nothing
+ * while the owner has paused it. */
 static void frame_output(struct child *c)
 {
-    while (out_len < OUT_LOW && c->sent < c->end) {
+    while (!c->paused && out_len < OUT_LOW && c->sent < c->end) {
         if (c->sent < ring_first(c))
             c->sent = ring_first(c); /* overwritten: the owner sees the offset jump */
         struct mark m = mark_of(c, c->sent);
@@ -353,7 +355,14 @@ static void read_console(struct child *c)
     ssize_t n = read(c->console, c->ring + c->end % c->ring_size, room);
     if (n > 0) {
         c->end += (uint64_t)n;
-        c->marks[c->mark_head] = (struct mark){ c->end, now_ms() };
+        /* Reads within the same millisecond share a time: one mark, so one frame for them. */
+        int64_t now = now_ms();
+        struct mark *last = c->mark_count ? &c->marks[(c->mark_head + MARKS - 1) % MARKS] : NULL;
+        if (last && last->time == now) {
+            last->end = c->end;
+            return;
+        }
+        c->marks[c->mark_head] = (struct mark){ c->end, now };
         c->mark_head = (c->mark_head + 1) % MARKS;
         if (c->mark_count < MARKS)
             c->mark_count++;
@@ -640,6 +649,10 @@ static void accept_connection(int listener)
     }
     int flags = fcntl(fd, F_GETFL);
     fcntl(fd, F_SETFL, flags | O_NONBLOCK);
+    /* What the kernel buffers towards petreld is in flight like our queue: a console that
+     * petreld pauses keeps arriving until both are empty, so both are kept small. */
+    int sndbuf = OUT_LOW;
+    setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof sndbuf);
     owner = fd;
     owner_pid = peer;
     send_u32_i32('H', VERSION, getpid());
