@@ -4,7 +4,7 @@
 // Pure: the host lists the held tenders, the state says what is committed.
 
 import { createHash } from 'node:crypto';
-import { type Name, parseName, printName } from '../resources/name.js';
+import { parseName, printName } from '../resources/name.js';
 import { parseMac } from '../wire/mac.js';
 import type { ImageRef, KeptConfig, UnikernelRecord } from '../wire/petrel-state.js';
 import type { NetAttachment } from './launch.js';
