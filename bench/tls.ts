@@ -1,7 +1,19 @@
-// Remote commands against a REAL petreld over mutual TLS on 127.0.0.1: the latency of one
-// `petrel --remote` info (p50/p99) for 1 client and for 50 concurrent clients of 20 sequential
-// sessions each, and the daemon's RSS across many sequential sessions. Targets (issue 7): 1
-// client p50 ≤ 5 ms; 50 clients p99 ≤ 50 ms; no RSS growth across 10,000 sessions.
+// Remote commands against a REAL petreld over mutual TLS on 127.0.0.1.
+//
+// First, petreld as its own process (dist/src/cli/petreld.js, spt canary, in a network namespace
+// of its own): the server CPU one remote `info` costs, read from /proc/<pid>/stat (utime + stime,
+// every thread) around rounds of 100 sequential sessions of the petrel client, beside the same
+// rounds against a bare node:tls server process (the floor). Target (issue 15): ≤ 1.4 ms per
+// session, what Albatross's tls-endpoint + albatrossd spend; the first 100 sessions after start
+// are printed too (V8 still compiling). With ALBATROSS_CLIENT set (a command, e.g. the path of
+// albatross-client), the same rounds also run with that client, one process per session:
+//   $ALBATROSS_CLIENT info --destination=127.0.0.1:PORT --ca=alice.pem --ca-key=alice.key
+//                          --server-ca=cacert.pem
+//
+// Then, in this process: the latency of one `petrel --remote` info (p50/p99) for 1 client and
+// for 50 concurrent clients of 20 sequential sessions each, and the daemon's RSS across many
+// sequential sessions. Targets (issue 7): 1 client p50 ≤ 5 ms; 50 clients p99 ≤ 50 ms; no RSS
+// growth across 10,000 sessions.
 //
 // The daemon runs in this process (its RSS is this process's, read after a forced GC); clients
 // run in forked worker processes, so their CPU is not the daemon's event loop (on a small
@@ -23,10 +35,12 @@
 // sessions ran): unlike latency, it hardly depends on what else the machine is running.
 //
 // Run: npm run bench -- tls   (BENCH_TLS_SESSIONS sets the sequential count, default 10000;
-// BENCH_TLS_WORKERS the worker processes of the concurrent run, default 10)
+// BENCH_TLS_WORKERS the worker processes of the concurrent run, default 10; BENCH_TLS_ROUNDS
+// the rounds of 100 sessions per server of the process section, default 7)
 
-import { type ChildProcess, fork } from 'node:child_process';
+import { type ChildProcess, fork, spawn, spawnSync } from 'node:child_process';
 import { constants } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
 import { loadavg, tmpdir } from 'node:os';
@@ -45,29 +59,38 @@ import { exportPrivateKey, generateKey, importPrivateKey } from '../src/tls/keys
 import { createRootCa, days, issue, issueCommandLeaf, issueDelegation, validityFor } from '../src/tls/pki.js';
 import { x509 } from '../src/tls/x509.js';
 import { decodeWire, encodeWire, FrameReader, frame } from '../src/wire/index.js';
-import { kvmUsable, probeWithFakeKvm as probe, testTender } from '../test/engine/guest.js';
+import { launchDaemon } from '../test/daemon/process.js';
+import { kvmUsable, probeWithFakeKvm as probe, repo, testTender } from '../test/engine/guest.js';
 import { makeNetns } from '../test/engine/harness.js';
 
 const SEQUENTIAL = Number(process.env.BENCH_TLS_SESSIONS ?? 10_000);
 const WORKERS = Number(process.env.BENCH_TLS_WORKERS ?? 10);
+const ROUNDS = Number(process.env.BENCH_TLS_ROUNDS ?? 7);
+/** Sessions per round of the process section, as the issue measures them. */
+const ROUND = 100;
 const INFO = { type: 'unikernel-info', release: '2.7' } as const;
 const ROOT = unwrap(parseName(':'));
 
-type Kind = 'handshake' | 'petrel';
+export type Kind = 'handshake' | 'petrel';
 
 /** What a worker is asked to do: `clients` concurrent loops of `sessions` sequential infos. */
-interface Job {
+export interface Job {
   readonly server: Pick<RemoteTransportOptions, 'host' | 'port'> & { ca: string; cert: string; key: string };
   readonly kind: Kind;
   readonly clients: number;
   readonly sessions: number;
+  /** Sessions each worker runs before it reports ready (not measured). Default WARM_UP. */
+  readonly warmUp?: number;
 }
 
-interface Outcome {
+export interface Outcome {
   /** Milliseconds per session, client-observed. */
   readonly times: number[];
   readonly errors: string[];
-  /** The daemon's CPU time (this process, every thread) while the sessions ran, in ms. */
+  /**
+   * The server's CPU time while the sessions ran, in ms: this process (every thread) when the
+   * daemon runs here, or the server process's utime and stime from /proc.
+   */
   readonly cpu?: { readonly user: number; readonly system: number };
 }
 
@@ -132,7 +155,7 @@ const DAEMON_WARM_UP = 500;
 
 async function work(job: Job): Promise<Outcome> {
   const session = job.kind === 'petrel' ? await petrelSession(job) : await handshakeSession(job);
-  for (let i = 0; i < WARM_UP; i++) await session();
+  for (let i = 0; i < (job.warmUp ?? WARM_UP); i++) await session();
   process.send?.('ready');
   await new Promise((resolve) => process.once('message', resolve));
   const times: number[] = [];
@@ -155,14 +178,27 @@ async function work(job: Job): Promise<Outcome> {
 
 const script = fileURLToPath(import.meta.url);
 
+/** Where the measured server runs: here (its CPU is this process's), or as process `pid`. */
+export interface Where {
+  /** The network namespace the server listens in: workers run there too. */
+  readonly netns?: string;
+  /** The server process; absent: the daemon runs in this process. */
+  readonly serverPid?: number;
+}
+
+function startWorker(where: Where): ChildProcess {
+  const stdio: ['ignore', 'inherit', 'inherit', 'ipc'] = ['ignore', 'inherit', 'inherit', 'ipc'];
+  if (where.netns === undefined) return fork(script, ['worker'], { stdio });
+  // `ip netns exec` execs node: the IPC channel passes through it.
+  return spawn('ip', ['netns', 'exec', where.netns, process.execPath, script, 'worker'], { stdio });
+}
+
 /**
- * Forks `workers` processes, lets each warm up (JIT, key material), then starts them all at
+ * Starts `workers` processes, lets each warm up (JIT, key material), then starts them all at
  * once, so no measured session competes with another worker's start-up.
  */
-async function runWorkers(job: Job, workers: number): Promise<Outcome> {
-  const children = Array.from({ length: workers }, () =>
-    fork(script, ['worker'], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] }),
-  );
+export async function runWorkers(job: Job, workers: number, where: Where = {}): Promise<Outcome> {
+  const children = Array.from({ length: workers }, () => startWorker(where));
   const next = (child: ChildProcess) =>
     new Promise<unknown>((resolve, reject) => {
       const exited = (code: number | null) => reject(new Error(`worker exited ${code}`));
@@ -176,21 +212,47 @@ async function runWorkers(job: Job, workers: number): Promise<Outcome> {
   for (const child of children) child.send(job);
   await Promise.all(ready);
   const done = children.map(next);
-  const before = process.cpuUsage();
+  const cpu = serverCpu(where.serverPid);
   for (const child of children) child.send('go');
   const outcomes = (await Promise.all(done)) as Outcome[];
-  const { user, system } = process.cpuUsage(before);
   return {
     times: outcomes.flatMap((o) => o.times),
     errors: outcomes.flatMap((o) => o.errors),
-    cpu: { user: user / 1000, system: system / 1000 },
+    cpu: cpu(),
   };
+}
+
+/** Starts reading a server's CPU time; the returned function reads what it spent since, in ms. */
+function serverCpu(pid: number | undefined): () => { user: number; system: number } {
+  if (pid === undefined) {
+    const before = process.cpuUsage();
+    return () => {
+      const { user, system } = process.cpuUsage(before);
+      return { user: user / 1000, system: system / 1000 };
+    };
+  }
+  const before = processCpu(pid);
+  return () => {
+    const after = processCpu(pid);
+    return { user: after.user - before.user, system: after.system - before.system };
+  };
+}
+
+const CLOCK_TICKS = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout.trim()) || 100;
+
+/** utime and stime of process `pid` (every thread, living or ended) from /proc, in ms. */
+export function processCpu(pid: number): { user: number; system: number } {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  // Fields after the command name (which may hold spaces): state is field 3, utime 14, stime 15.
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  const ms = (field: number) => (Number(fields[field - 3]) * 1000) / CLOCK_TICKS;
+  return { user: ms(14), system: ms(15) };
 }
 
 const quantile = (sorted: readonly number[], q: number): number =>
   sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? Number.NaN;
 
-const load = (): string =>
+export const load = (): string =>
   loadavg()
     .map((l) => l.toFixed(2))
     .join(' ');
@@ -222,7 +284,7 @@ async function settledRss(): Promise<number> {
 }
 
 /** A CA, a server certificate and the delegation `alice` (2 VMs, 64 MiB), as PEM files in `dir`. */
-async function pki(
+export async function pki(
   dir: string,
 ): Promise<{ ca: string; server: string; serverKey: string; cert: string; key: string }> {
   const validity = validityFor(new Date(), days(1));
@@ -259,10 +321,10 @@ async function pki(
  * answers every session with one fixed reply frame: what any Node TLS endpoint costs here,
  * measured under the same load, beside petreld's figures.
  */
-async function bareTlsServer(files: {
-  server: string;
-  serverKey: string;
-}): Promise<{ port: number; close(): void }> {
+async function bareTlsServer(
+  files: { server: string; serverKey: string },
+  port = 0,
+): Promise<{ port: number; close(): void }> {
   const answer = frame(
     unwrap(
       encodeWire({
@@ -287,8 +349,219 @@ async function bareTlsServer(files: {
       socket.end(answer);
     },
   );
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
   return { port: (server.address() as AddressInfo).port, close: () => server.close() };
+}
+
+/** Arguments of this script's `floor` mode: the bare server as a process of its own. */
+const floorArgs = (files: { server: string; serverKey: string }, port: number): string[] => [
+  'floor',
+  files.server,
+  files.serverKey,
+  String(port),
+];
+
+/** The floor as its own process in `netns`, listening on 127.0.0.1:`port`; resolves once it does. */
+export async function startFloorProcess(
+  netns: string,
+  files: { server: string; serverKey: string },
+  port: number,
+): Promise<{ pid: number; stop(): Promise<void> }> {
+  const child = spawn('ip', ['netns', 'exec', netns, process.execPath, script, ...floorArgs(files, port)], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  await new Promise<void>((resolve, reject) => {
+    child.stdout?.on('data', (d: Buffer) => {
+      if (d.toString().includes('READY')) resolve();
+    });
+    void exited.then(() => reject(new Error('the floor server exited before listening')));
+  });
+  return {
+    pid: child.pid as number,
+    async stop() {
+      child.kill('SIGTERM');
+      await exited;
+    },
+  };
+}
+
+/** A namespace with loopback up, for servers and clients that must meet on 127.0.0.1. */
+export function loopbackNetns(): ReturnType<typeof makeNetns> {
+  const netns = makeNetns();
+  spawnSync('ip', ['-n', netns.name, 'link', 'set', 'lo', 'up']);
+  return netns;
+}
+
+export const PETRELD = path.join(repo, 'dist', 'src', 'cli', 'petreld.js');
+
+/** petreld's flags for a daemon in `dir` serving TLS on 127.0.0.1:`port` with the PKI `files`. */
+export function petreldFlags(
+  dir: string,
+  files: { ca: string; server: string; serverKey: string } | null,
+  port = 1025,
+): string[] {
+  const tls =
+    files === null
+      ? []
+      : [
+          '--tls-listen',
+          `127.0.0.1:${port}`,
+          '--tls-ca',
+          files.ca,
+          '--tls-cert',
+          files.server,
+          '--tls-key',
+          files.serverKey,
+        ];
+  return [
+    '--state-dir',
+    path.join(dir, 'state'),
+    '--run-dir',
+    path.join(dir, 'run'),
+    '--runtimes',
+    'spt',
+    '--log-level',
+    'info',
+    ...tls,
+  ];
+}
+
+/** Median of a list of numbers. */
+const median = (values: readonly number[]): number =>
+  quantile(
+    [...values].sort((a, b) => a - b),
+    0.5,
+  );
+
+const perSession = (outcome: Outcome): number =>
+  ((outcome.cpu?.user ?? 0) + (outcome.cpu?.system ?? 0)) / Math.max(1, outcome.times.length);
+
+/**
+ * Server CPU per session with petreld and the floor as processes of their own (as the issue
+ * measures them): the first 100 sessions after petreld started, then, after 500 more, rounds of
+ * 100 sessions alternating between petreld and the floor; with ALBATROSS_CLIENT, the same with
+ * that client.
+ */
+async function processSection(dir: string, files: Awaited<ReturnType<typeof pki>>): Promise<void> {
+  const netns = loopbackNetns();
+  const ports = { petreld: 1025, floor: 1026 };
+  let petreld: Awaited<ReturnType<typeof launchDaemon>> | undefined;
+  let floor: Awaited<ReturnType<typeof startFloorProcess>> | undefined;
+  try {
+    petreld = await launchDaemon(
+      petreldFlags(path.join(dir, 'process'), files, ports.petreld),
+      {},
+      PETRELD,
+      60_000,
+      netns.name,
+    );
+    floor = await startFloorProcess(netns.name, files, ports.floor);
+    const at = (port: number) => ({
+      host: '127.0.0.1',
+      port,
+      ca: files.ca,
+      cert: files.cert,
+      key: files.key,
+    });
+    const round = (port: number, pid: number, warmUp?: number) =>
+      runWorkers(
+        {
+          server: at(port),
+          kind: 'petrel',
+          clients: 1,
+          sessions: ROUND,
+          ...(warmUp === undefined ? {} : { warmUp }),
+        },
+        1,
+        { netns: netns.name, serverPid: pid },
+      );
+    const cold = await round(ports.petreld, petreld.pid, 0);
+    console.log(
+      `petreld process, the first ${ROUND} sessions after start (petrel client): ` +
+        `server CPU ${perSession(cold).toFixed(2)} ms/session, errors ${cold.errors.length}  [load average ${load()}]`,
+    );
+    await runWorkers({ server: at(ports.petreld), kind: 'petrel', clients: 1, sessions: DAEMON_WARM_UP }, 1, {
+      netns: netns.name,
+    });
+    await runWorkers({ server: at(ports.floor), kind: 'petrel', clients: 1, sessions: DAEMON_WARM_UP }, 1, {
+      netns: netns.name,
+    });
+    const rounds = { petreld: [] as Outcome[], floor: [] as Outcome[] };
+    for (let i = 0; i < ROUNDS; i++) {
+      rounds.petreld.push(await round(ports.petreld, petreld.pid));
+      rounds.floor.push(await round(ports.floor, floor.pid));
+    }
+    printRounds('petreld process', 'petrel client', rounds, '≤ 1.4 ms (Albatross: 1.4 ms)');
+
+    const albatross = process.env.ALBATROSS_CLIENT;
+    if (albatross === undefined || albatross === '') {
+      console.log('ALBATROSS_CLIENT not set: the rounds with the Albatross client are skipped');
+      return;
+    }
+    const [command, ...prefix] = albatross.split(' ').filter((w) => w !== '');
+    const viaAlbatross = (port: number, pid: number): Outcome => {
+      const cpu = serverCpu(pid);
+      const times: number[] = [];
+      const errors: string[] = [];
+      for (let i = 0; i < ROUND; i++) {
+        const started = performance.now();
+        const run = spawnSync(
+          'ip',
+          [
+            'netns',
+            'exec',
+            netns.name,
+            command as string,
+            ...prefix,
+            'info',
+            `--destination=127.0.0.1:${port}`,
+            `--ca=${files.cert}`,
+            `--ca-key=${files.key}`,
+            `--server-ca=${files.ca}`,
+          ],
+          { encoding: 'utf8' },
+        );
+        times.push(performance.now() - started);
+        if (run.status !== 0) errors.push(`exit ${run.status}: ${(run.stderr ?? '').trim().slice(0, 200)}`);
+      }
+      return { times, errors, cpu: cpu() };
+    };
+    const withAlbatross = { petreld: [] as Outcome[], floor: [] as Outcome[] };
+    for (let i = 0; i < ROUNDS; i++) {
+      withAlbatross.petreld.push(viaAlbatross(ports.petreld, petreld.pid));
+      withAlbatross.floor.push(viaAlbatross(ports.floor, floor.pid));
+    }
+    printRounds('petreld process', `Albatross client (${albatross})`, withAlbatross, '≤ 1.4 ms');
+  } finally {
+    await floor?.stop();
+    await petreld?.stop();
+    netns.destroy();
+  }
+}
+
+function printRounds(
+  label: string,
+  client: string,
+  rounds: { petreld: Outcome[]; floor: Outcome[] },
+  target: string,
+): void {
+  const figures = (outcomes: Outcome[]) => outcomes.map(perSession);
+  const errors = [...rounds.petreld, ...rounds.floor].flatMap((o) => o.errors);
+  const ours = median(figures(rounds.petreld));
+  const bare = median(figures(rounds.floor));
+  const list = (outcomes: Outcome[]) =>
+    figures(outcomes)
+      .map((f) => f.toFixed(2))
+      .join(' ');
+  console.log(
+    `${label}, ${rounds.petreld.length} rounds of ${ROUND} sequential sessions (${client}): server CPU ` +
+      `median ${ours.toFixed(2)} ms/session (rounds: ${list(rounds.petreld)}); floor (bare node:tls ` +
+      `process, same sessions) median ${bare.toFixed(2)} ms (rounds: ${list(rounds.floor)}); ` +
+      `petreld − floor ${(ours - bare).toFixed(2)} ms, ratio ${(ours / bare).toFixed(2)}; errors ${errors.length}` +
+      `  [target ${target}; load average ${load()}]`,
+  );
+  for (const message of [...new Set(errors)].slice(0, 5)) console.log(`  error: ${message}`);
 }
 
 async function main(): Promise<void> {
@@ -306,6 +579,7 @@ async function main(): Promise<void> {
   process.once('SIGINT', () => void cleanUp().then(() => process.exit(130)));
   try {
     const files = await pki(dir);
+    await processSection(dir, files);
     const config = unwrap(
       buildConfig({
         flags: {
@@ -389,7 +663,9 @@ async function main(): Promise<void> {
   }
 }
 
-if (process.argv[2] === 'worker') {
+/** Run as a script (not imported by bench/idle.ts): a worker, the floor, or the benchmark. */
+const entry = process.argv[1] !== undefined && path.resolve(process.argv[1]) === script;
+if (entry && process.argv[2] === 'worker') {
   process.once('message', (job) => {
     work(job as Job).then(
       (outcome) => process.send?.(outcome, () => process.exit(0)),
@@ -399,6 +675,11 @@ if (process.argv[2] === 'worker') {
       },
     );
   });
-} else {
+} else if (entry && process.argv[2] === 'floor') {
+  const [server, serverKey, port] = process.argv.slice(3) as [string, string, string];
+  const floor = await bareTlsServer({ server, serverKey }, Number(port));
+  process.once('SIGTERM', () => floor.close());
+  console.log('READY');
+} else if (entry) {
   await main();
 }

@@ -1,7 +1,8 @@
 // petreld as a separate process for tests and benchmarks (its RSS and its crashes are its own):
 // test/daemon/launch.mjs by default (it prints READY), or petreld itself (it logs `petreld
-// ready`). Resolves once ready; stop() sends SIGUSR2 (every guest stopped) or the signal given
-// (SIGTERM: guests left to the holder, Petrel (k)) to that pid and waits.
+// ready`), optionally inside a network namespace the caller made (`ip netns exec`, which execs:
+// the pid is the daemon's). Resolves once ready; stop() sends SIGUSR2 (every guest stopped) or
+// the signal given (SIGTERM: guests left to the holder, Petrel (k)) to that pid and waits.
 import { type ChildProcess, spawn } from 'node:child_process';
 import path from 'node:path';
 import { repo } from '../engine/guest.js';
@@ -22,8 +23,11 @@ export function launchDaemon(
   env: NodeJS.ProcessEnv = {},
   script: string = LAUNCHER,
   readyMs = 30_000,
+  netns?: string,
 ): Promise<DaemonProcess> {
-  const child = spawn(process.execPath, [script, ...flags], {
+  const argv = [process.execPath, script, ...flags];
+  const [command, ...args] = netns === undefined ? argv : ['ip', 'netns', 'exec', netns, ...argv];
+  const child = spawn(command as string, args, {
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
