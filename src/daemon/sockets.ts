@@ -85,26 +85,57 @@ function takesChunks(command: Command): boolean {
 }
 
 /**
- * Frames of a connection, pulled one at a time. A frame handed out is referenced from nowhere
- * here, so the frame of a create is freed once the engine has stored its image.
+ * Frames of a connection, pulled one at a time. Each chunk is read as the socket delivers it
+ * (a frame that one chunk holds is a view of it, a length and a payload written apart too), the
+ * socket is paused while frames wait to be taken (so a sender of raw chunks waits for the disk),
+ * and a frame handed out is referenced from nowhere here: the frame of a create is freed once
+ * the engine has stored its image.
  */
 class FrameSource {
+  readonly #socket: Duplex;
   readonly #reader: FrameReader;
-  readonly #input: AsyncIterator<Buffer>;
-  readonly #ready: FrameEvent[] = [];
+  readonly #ready: (FrameEvent | { kind: 'error'; error: { message: string } })[] = [];
+  #wake: (() => void) | null = null;
+  #ended = false;
+
   constructor(socket: Duplex, maxFrame: number) {
+    this.#socket = socket;
     this.#reader = new FrameReader({ maxFrame });
-    this.#input = socket[Symbol.asyncIterator]();
+    socket.on('data', (chunk: Buffer) => {
+      if (this.#ended) return;
+      const events = this.#reader.push(chunk);
+      if (events.ok) this.#ready.push(...events.value);
+      else {
+        this.#ready.push({ kind: 'error', error: events.error });
+        this.#ended = true;
+      }
+      if (this.#ready.length > 0) socket.pause();
+      this.#notify();
+    });
+    const end = () => {
+      this.#ended = true;
+      this.#notify();
+    };
+    socket.once('end', end);
+    socket.once('close', end);
   }
+
+  #notify(): void {
+    const wake = this.#wake;
+    this.#wake = null;
+    wake?.();
+  }
+
   async next(): Promise<FrameEvent | { kind: 'error'; error: { message: string } } | null> {
-    while (this.#ready.length === 0) {
-      const read = await this.#input.next();
-      if (read.done === true) return null;
-      const events = this.#reader.push(read.value);
-      if (!events.ok) return { kind: 'error', error: events.error };
-      this.#ready.push(...events.value);
+    for (;;) {
+      const event = this.#ready.shift();
+      if (event !== undefined) return event;
+      if (this.#ended) return null;
+      this.#socket.resume();
+      await new Promise<void>((resolve) => {
+        this.#wake = resolve;
+      });
     }
-    return this.#ready.shift() ?? null;
   }
   /** The raw chunks of a stream, up to its end frame. */
   async *chunks(): AsyncGenerator<Uint8Array> {

@@ -19,6 +19,7 @@ import PQueue from 'p-queue';
 import type { Logger } from 'pino';
 import { consoleFeed } from '../console/feed.js';
 import type { ConsoleHub } from '../console/hub.js';
+import { TransferCollector } from '../host/garbage.js';
 import { type ImageRef, readImageFrom, type StagedImage } from '../host/images.js';
 import { deflateChunks } from '../host/zstream.js';
 import { err, ok, type PetrelError, type Result } from '../resources/errors.js';
@@ -372,10 +373,12 @@ export class Engine {
       return failure(`get: ${opened.error.message}`);
     }
     const handle = opened.value;
+    const garbage = new TransferCollector();
     const read = (check: Hash | null) =>
       (async function* () {
         for await (const piece of readImageFrom(handle)) {
           check?.update(piece);
+          garbage.moved(piece.length);
           yield piece;
         }
       })();

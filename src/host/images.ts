@@ -18,6 +18,7 @@ import {
   temporaryName,
   unlinkIfPresent,
 } from './files.js';
+import { TransferCollector } from './garbage.js';
 import { imagePath } from './paths.js';
 import type { Undoable } from './undo.js';
 import { inflateChunks, OutputLimitError } from './zstream.js';
@@ -64,10 +65,15 @@ export function storedImagePath(stateDir: string, digest: string): string {
   return path.join(imagesDir(stateDir), digest);
 }
 
-async function* counted(chunks: AsyncIterable<Uint8Array> | Iterable<Uint8Array>, limit: number) {
+async function* counted(
+  chunks: AsyncIterable<Uint8Array> | Iterable<Uint8Array>,
+  limit: number,
+  garbage: TransferCollector,
+) {
   let total = 0;
   for await (const chunk of chunks) {
     total += chunk.length;
+    garbage.moved(chunk.length);
     if (total > limit) throw new OutputLimitError(limit);
     yield chunk;
   }
@@ -107,8 +113,9 @@ export async function stageImage(
     await handle.writev(pieces);
   };
   let failure: ImageError | null = null;
+  const garbage = new TransferCollector();
   try {
-    const input = counted(chunks, options.maxBytes);
+    const input = counted(chunks, options.maxBytes, garbage);
     const pieces = options.compressed ? inflateChunks(input, options.maxInflated) : input;
     for await (const piece of pieces) {
       hash.update(piece);

@@ -5,7 +5,7 @@
 // joined (petrel-differences.md (j)): the engine stores it as it arrives.
 
 import { pathName, printName } from '../resources/name.js';
-import { decodeWire, END_OF_STREAM, encodeWire, frame, WIRE_VERSION } from '../wire/index.js';
+import { decodeWire, END_OF_STREAM, encodeWire, frame, frameHeader, WIRE_VERSION } from '../wire/index.js';
 import type { Command, Header, Payload, Wire } from '../wire/types.js';
 import type { Channel } from './channel.js';
 import { type TlsError, tlsError } from './errors.js';
@@ -186,8 +186,12 @@ async function copyChunks(client: Channel, daemon: Channel, limit: number): Prom
         return { kind: 'refused', error };
       }
     }
-    const out = chunk.kind === 'end' ? END_OF_STREAM : frame(chunk.payload);
-    if (!(await daemon.write(out))) return final(failure('writing block data'));
+    // The length, then the payload as it came: no copy of what may be a whole image.
+    const written =
+      chunk.kind === 'end'
+        ? await daemon.write(END_OF_STREAM)
+        : (await daemon.write(frameHeader(chunk.payload.length))) && (await daemon.write(chunk.payload));
+    if (!written) return final(failure('writing block data'));
     if (chunk.kind === 'end') return null;
   }
 }

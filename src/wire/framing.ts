@@ -45,25 +45,36 @@ export interface FrameReaderOptions {
 /** Pieces smaller than this are copied into a staging buffer instead of being held by reference. */
 const SMALL_PIECE = 16 * 1024;
 const STAGE_SIZE = 64 * 1024;
+/**
+ * A frame announcing at most this many bytes gets its buffer when its first bytes arrive and
+ * every piece is copied into it: one allocation and one copy (raw chunks of images and block
+ * data are such frames, by the tens of thousands). Larger ones hold what arrived until complete.
+ */
+const WHOLE_BELOW = 1024 * 1024;
 
 /**
- * The payload of one frame while it arrives: large pieces are kept by reference and small ones
- * copied into staging buffers, so the frame is copied once when complete (or not at all when
- * one piece holds it) and the bookkeeping stays small even when the peer sends single bytes.
+ * The payload of one frame while it arrives: a small frame is copied into its own buffer as it
+ * comes; for a large one, large pieces are kept by reference and small ones copied into staging
+ * buffers, so it is copied once when complete (or not at all when one piece holds it) and the
+ * bookkeeping stays small even when the peer sends single bytes.
  */
 class Assembly {
   readonly need: number;
   received = 0;
+  readonly #whole: Uint8Array | null;
   readonly #parts: Uint8Array[] = [];
   #stage: Uint8Array | null = null;
   #stageFill = 0;
 
   constructor(need: number) {
     this.need = need;
+    this.#whole = need <= WHOLE_BELOW ? new Uint8Array(need) : null;
   }
 
   add(piece: Uint8Array): void {
-    if (piece.length >= SMALL_PIECE) {
+    if (this.#whole !== null) {
+      this.#whole.set(piece, this.received);
+    } else if (piece.length >= SMALL_PIECE) {
       this.#flush();
       this.#parts.push(piece);
     } else {
@@ -85,6 +96,7 @@ class Assembly {
   }
 
   payload(): Uint8Array {
+    if (this.#whole !== null) return this.#whole;
     this.#flush();
     if (this.#parts.length === 1) return this.#parts[0] as Uint8Array;
     const out = new Uint8Array(this.need);
@@ -99,7 +111,8 @@ class Assembly {
 
 /**
  * Turns stream chunks cut at arbitrary boundaries into frames. Memory held is bounded by what
- * actually arrived, never by the announced length. A frame is returned as a view of the pushed
+ * actually arrived, never by the announced length (beyond 1 MiB: a smaller frame gets its whole
+ * buffer when its first bytes arrive). A frame is returned as a view of the pushed
  * chunk when one chunk holds it (no copy), so callers must not reuse a chunk's memory after
  * pushing it. After an error the reader stays failed.
  */
@@ -109,6 +122,8 @@ export class FrameReader {
   #headFill = 0;
   /** The frame being assembled, or null while reading a length prefix. */
   #body: Assembly | null = null;
+  /** The length of a frame whose prefix arrived without any of its payload. */
+  #awaiting: number | null = null;
   /** Stream offset of the first byte of the current chunk, and of the frame in progress. */
   #consumed = 0;
   #frameStart = 0;
@@ -120,6 +135,7 @@ export class FrameReader {
 
   /** Bytes of an incomplete frame held right now (a closed stream with pending > 0 was cut short). */
   get pending(): number {
+    if (this.#awaiting !== null) return 4;
     return this.#body === null ? this.#headFill : 4 + this.#body.received;
   }
 
@@ -131,31 +147,42 @@ export class FrameReader {
     while (p < n) {
       if (this.#body === null) {
         let length: number;
-        if (this.#headFill === 0 && n - p >= 4) {
-          this.#frameStart = this.#consumed + p;
-          length = readInt32(chunk, p);
-          p += 4;
+        if (this.#awaiting !== null) {
+          length = this.#awaiting;
+          this.#awaiting = null;
         } else {
-          if (this.#headFill === 0) this.#frameStart = this.#consumed + p;
-          while (this.#headFill < 4 && p < n) this.#head[this.#headFill++] = chunk[p++] as number;
-          if (this.#headFill < 4) break;
-          this.#headFill = 0;
-          length = readInt32(this.#head, 0);
-        }
-        if (length <= 0) {
-          events.push({ kind: 'end', length, offset: this.#frameStart });
-          continue;
-        }
-        if (length > this.#max) {
-          const what = `frame length ${length} exceeds the limit of ${this.#max} bytes`;
-          const details = { length, limit: this.#max };
-          this.#failed = wireError('E_WIRE_FRAME_TOO_LARGE', what, this.#frameStart, details);
-          return { ok: false, error: this.#failed };
+          if (this.#headFill === 0 && n - p >= 4) {
+            this.#frameStart = this.#consumed + p;
+            length = readInt32(chunk, p);
+            p += 4;
+          } else {
+            if (this.#headFill === 0) this.#frameStart = this.#consumed + p;
+            while (this.#headFill < 4 && p < n) this.#head[this.#headFill++] = chunk[p++] as number;
+            if (this.#headFill < 4) break;
+            this.#headFill = 0;
+            length = readInt32(this.#head, 0);
+          }
+          if (length <= 0) {
+            events.push({ kind: 'end', length, offset: this.#frameStart });
+            continue;
+          }
+          if (length > this.#max) {
+            const what = `frame length ${length} exceeds the limit of ${this.#max} bytes`;
+            const details = { length, limit: this.#max };
+            this.#failed = wireError('E_WIRE_FRAME_TOO_LARGE', what, this.#frameStart, details);
+            return { ok: false, error: this.#failed };
+          }
         }
         if (n - p >= length) {
           events.push({ kind: 'frame', payload: chunk.subarray(p, p + length), offset: this.#frameStart });
           p += length;
           continue;
+        }
+        // A length prefix written on its own, its payload to follow (a chunk forwarded as it
+        // came): wait for the payload before deciding whether it needs assembling.
+        if (p === n) {
+          this.#awaiting = length;
+          break;
         }
         this.#body = new Assembly(length);
       }

@@ -16,7 +16,7 @@ import {
   storedNames,
   storedState,
   type TestEngine,
-  until,
+  waitForLine,
 } from './harness.js';
 
 let t: TestEngine | undefined;
@@ -79,6 +79,8 @@ describe('the image store', () => {
       createCommand(await canaryConfig(canaryImage, ['wait', 'b'], { image: other }), true),
     );
     expect(replyText(reply)).toBe('created unikernel');
+    // The tender ignores bytes after the ELF's segments: the guest runs.
+    await waitForLine(t.hub, ':vm', 'petrel-canary b');
     expect(await store(t)).toEqual([sha256(other)]);
     expect((await storedState(t.stateDir)).unikernels.map((u) => u.image.digest)).toEqual([sha256(other)]);
   });

@@ -3,13 +3,16 @@
 // endpoint needs nothing but the run directory's sockets and its key material.
 
 import { type ChildProcess, spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
+import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { afterEach, describe, expect, it } from 'vitest';
 import { printName } from '../../src/resources/name.js';
 import { request } from '../daemon/client.js';
-import { repo } from '../engine/guest.js';
+import { canaryImage, repo } from '../engine/guest.js';
+import { canaryConfig } from '../engine/harness.js';
 import { INFO, name } from './helpers.js';
 import { type Petreld, startPetreld } from './petreld.js';
 
@@ -96,6 +99,22 @@ describe('petreld tls-endpoint, a separate process on a running petreld', () => 
     ).toContain('alice:');
     const replied = await until(() => endpoint.logs.find((l) => l.event === 'tls.session'), 'tls.session');
     expect(replied).toMatchObject({ name: 'alice:', command: 'unikernel-info', outcome: 'replied' });
+
+    // An image far above the certificate limit streams through this endpoint too: its chunks
+    // follow the create on vmmd.sock and land in petreld's store.
+    const image = Buffer.concat([await readFile(canaryImage), Buffer.alloc(2 * 1024 * 1024, 7)]);
+    const created = await alice.request(name('big'), {
+      type: 'unikernel-create',
+      force: false,
+      release: '2.7',
+      config: await canaryConfig(canaryImage, ['wait', 'big'], { image }),
+    });
+    expect(created).toMatchObject({
+      ok: true,
+      value: { kind: 'reply', reply: { text: 'created unikernel' } },
+    });
+    const digest = createHash('sha256').update(image).digest('hex');
+    expect(await readdir(path.join(petreld.dir, 'state', 'images'))).toContain(digest);
 
     endpoint.process.kill('SIGTERM');
     expect(await endpoint.exited).toBe(0);

@@ -63,6 +63,21 @@ describe('FrameReader', () => {
     expect(first?.kind === 'frame' && ok(decodeWire(first.payload))).toEqual(messages[0]);
   });
 
+  test('a payload that arrives in one chunk is that chunk, even when its length came before it', () => {
+    const payload = new Uint8Array(70_000).fill(9);
+    for (const chunks of [[frame(payload)], [frameHeader(payload.length), payload]]) {
+      const reader = new FrameReader();
+      const events = chunks.flatMap((c) => ok(reader.push(c)));
+      const [only] = events;
+      expect(only?.kind === 'frame' && only.payload.buffer).toBe((chunks.at(-1) as Uint8Array).buffer);
+      expect(reader.pending).toBe(0);
+    }
+    // The length alone is pending until the payload comes.
+    const reader = new FrameReader();
+    expect(ok(reader.push(frameHeader(10)))).toEqual([]);
+    expect(reader.pending).toBe(4);
+  });
+
   test('split at every byte boundary, the stream reads the same', () => {
     for (let cut = 0; cut <= stream.length; cut++) {
       expect(plain(readAll([stream.subarray(0, cut), stream.subarray(cut)]))).toEqual(whole);
