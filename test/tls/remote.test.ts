@@ -3,7 +3,7 @@
 // `petrel ca delegate`, canary guests (on hosts without KVM: the fake-kvm TEST DOUBLE of
 // test/engine/guest.ts stands in for KVM), the delegated policies enforced by the engine.
 
-import { readFile } from 'node:fs/promises';
+import { readdir, readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { connect } from 'node:tls';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -214,8 +214,10 @@ describe('a delegation that exceeds its parent, on a fresh petreld', () => {
     expect(await listed(alice)).toEqual([]);
     expect(await policies()).toContain('alice:');
     expect(installs()).toHaveLength(1);
-    expect(await listed(alice)).toEqual([]); // installed and unchanged: not written again
+    const written = await stateFiles(petreld.stateDir);
+    expect(await listed(alice)).toEqual([]); // installed and unchanged: nothing written or logged
     expect(installs()).toHaveLength(1);
+    expect(await stateFiles(petreld.stateDir)).toEqual(written);
 
     const vmmd = path.join(petreld.runDir, 'util', 'vmmd.sock');
     const removed = await request(vmmd, 'alice:', { type: 'policy-remove' });
@@ -231,6 +233,16 @@ describe('a delegation that exceeds its parent, on a fresh petreld', () => {
     expect(await policyPaths()).toContain('alice');
   });
 });
+
+/** Every file under the state directory with its bytes, to see that nothing was written. */
+async function stateFiles(dir: string): Promise<Record<string, string>> {
+  const files: Record<string, string> = {};
+  for (const name of await readdir(dir, { recursive: true })) {
+    const file = path.join(dir, name);
+    if ((await stat(file)).isFile()) files[name] = (await readFile(file)).toString('base64');
+  }
+  return files;
+}
 
 /** One TLS session presenting a leaf with any CN (the client refuses to make such leaves). */
 async function forgedLeaf(
