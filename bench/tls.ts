@@ -4,8 +4,9 @@
 // of its own): the server CPU one remote `info` costs, read from /proc/<pid>/stat (utime + stime,
 // every thread) around rounds of 100 sequential sessions of the petrel client, beside the same
 // rounds against a bare node:tls server process (the floor). Target (issue 15): ≤ 1.4 ms per
-// session, what Albatross's tls-endpoint + albatrossd spend; the first 100 sessions after start
-// are printed too (V8 still compiling). With ALBATROSS_CLIENT set (a command, e.g. the path of
+// session, what Albatross's tls-endpoint + albatrossd spend. The rounds start after 3000
+// sessions (V8 compiles petreld's session path over the first ~2500); the first 100 sessions
+// after start are printed too. With ALBATROSS_CLIENT set (a command, e.g. the path of
 // albatross-client), the same rounds also run with that client, one process per session:
 //   $ALBATROSS_CLIENT info --destination=127.0.0.1:PORT --ca=alice.pem --ca-key=alice.key
 //                          --server-ca=cacert.pem
@@ -152,6 +153,14 @@ const WARM_UP = 20;
  * interpreted, and the first figure then measured the warm-up).
  */
 const DAEMON_WARM_UP = 500;
+
+/**
+ * Sessions petreld as its own process serves before its rounds are measured: V8 went on
+ * compiling its session path for about the first 2500 sessions (--trace-opt: 125 functions
+ * optimized between sessions 500 and 1500, 65 between 1500 and 2500), which the rounds would
+ * otherwise count as the cost of a session.
+ */
+const PROCESS_WARM_UP = 3000;
 
 async function work(job: Job): Promise<Outcome> {
   const session = job.kind === 'petrel' ? await petrelSession(job) : await handshakeSession(job);
@@ -481,12 +490,10 @@ async function processSection(dir: string, files: Awaited<ReturnType<typeof pki>
       `petreld process, the first ${ROUND} sessions after start (petrel client): ` +
         `server CPU ${perSession(cold).toFixed(2)} ms/session, errors ${cold.errors.length}  [load average ${load()}]`,
     );
-    await runWorkers({ server: at(ports.petreld), kind: 'petrel', clients: 1, sessions: DAEMON_WARM_UP }, 1, {
-      netns: netns.name,
-    });
-    await runWorkers({ server: at(ports.floor), kind: 'petrel', clients: 1, sessions: DAEMON_WARM_UP }, 1, {
-      netns: netns.name,
-    });
+    for (const port of [ports.petreld, ports.floor]) {
+      const warm: Job = { server: at(port), kind: 'petrel', clients: 1, sessions: PROCESS_WARM_UP };
+      await runWorkers(warm, 1, { netns: netns.name });
+    }
     const rounds = { petreld: [] as Outcome[], floor: [] as Outcome[] };
     for (let i = 0; i < ROUNDS; i++) {
       rounds.petreld.push(await round(ports.petreld, petreld.pid));

@@ -70,3 +70,35 @@ describe('an in-memory connection', () => {
     expect(held).toMatchObject([{ code: 'EPIPE' }]);
   });
 });
+
+describe('an in-memory connection closes like a socket', () => {
+  it('an end whose reader stopped reading closes once both directions are shut', async () => {
+    const [client, server] = duplexPair();
+    const serverClosed = once(server, 'close');
+    const clientClosed = once(client, 'close');
+    client.write('request');
+    // The server reads one chunk, answers, ends, and never reads again (as a handler does).
+    const [chunk] = (await once(server, 'data')) as [Buffer];
+    server.pause();
+    expect(chunk.toString()).toBe('request');
+    server.end('answer');
+    client.on('data', () => undefined);
+    client.destroy();
+    await Promise.all([serverClosed, clientClosed]);
+    expect(server.destroyed && client.destroyed).toBe(true);
+  });
+
+  it('also when the client has gone before the server ends', async () => {
+    const [client, server] = duplexPair();
+    const serverClosed = once(server, 'close');
+    const read = once(server, 'data');
+    client.write('request');
+    await read;
+    server.pause();
+    client.destroy();
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(server.destroyed).toBe(false); // it may still answer (into nothing)
+    server.end();
+    await serverClosed;
+  });
+});
