@@ -1,16 +1,19 @@
 // Albatross state files (albatross-wire.md §5, images inside) in and out of Petrel's state
-// (petrel-differences.md (j)): an imported file's images go to the store and its unikernels
-// become records naming them; an export writes State [6] with every image embedded again,
-// piece by piece, so no more than one image is in memory at a time.
+// (petrel-differences.md (j)): at start-up an earlier Petrel's state file is migrated and a file
+// given is imported, their images into the store and their unikernels records naming them; an
+// export writes State [6] with every image embedded again, piece by piece, so no more than one
+// image is in memory at a time.
 
 import { createHash } from 'node:crypto';
 import { constants, open, rename } from 'node:fs/promises';
 import path from 'node:path';
+import { isDeepStrictEqual } from 'node:util';
+import type { Logger } from 'pino';
 import { fsyncDir, ioError, temporaryName, unlinkIfPresent } from '../host/files.js';
 import { readImageFrom } from '../host/images.js';
 import { deflateChunks } from '../host/zstream.js';
 import { err, ok, type PetrelError, type Result } from '../resources/errors.js';
-import { printName } from '../resources/name.js';
+import { pathName, printName, printPath } from '../resources/name.js';
 import { encConfigWithImage } from '../wire/config.js';
 import { enc, TAG, toBytes } from '../wire/der.js';
 import type { PetrelState, UnikernelRecord } from '../wire/petrel-state.js';
@@ -18,6 +21,7 @@ import { upgradeState } from '../wire/shapes.js';
 import { decodeState, encStatePolicies, sortStateNames, stateEntry, stateV6Head } from '../wire/state.js';
 import type { StatePolicy } from '../wire/types.js';
 import type { EngineHost } from './host.js';
+import type { StateBook } from './state-book.js';
 
 export interface ImportedState {
   readonly unikernels: readonly UnikernelRecord[];
@@ -60,6 +64,93 @@ export async function importAlbatrossState(
     unikernels.push({ name, config: kept, image: { digest: staged.value.digest, size: staged.value.size } });
   }
   return ok({ unikernels, policies: state.policies, failed, digest: fileDigest(bytes) });
+}
+
+/** A unikernel left out, and why (logged by the restore). */
+export interface Dropped {
+  readonly name: string;
+  readonly reason: string;
+}
+
+/**
+ * The committed state; when there is none yet, the state file an earlier Petrel wrote (images
+ * inside, Albatross' format) is migrated: its images go to the store. `retire` says the old
+ * file is to be renamed once the migrated state is committed.
+ */
+export async function committedState(
+  book: StateBook,
+  host: EngineHost,
+  log: Logger,
+  failed: Dropped[],
+): Promise<Result<{ state: PetrelState; retire: boolean }, PetrelError>> {
+  const loaded = await book.load();
+  if (!loaded.ok) return loaded;
+  if (loaded.value.ignoredBytes > 0)
+    log.warn(
+      { bytes: loaded.value.ignoredBytes },
+      'a torn entry at the end of the state journal was ignored',
+    );
+  const legacy = await host.readLegacyState();
+  if (!legacy.ok) return legacy;
+  const { state } = loaded.value;
+  if (legacy.value === null) return ok({ state, retire: false });
+  if (loaded.value.found) {
+    // A migration that stopped before the old file was renamed, or a file put there since.
+    if (state.imported.includes(fileDigest(legacy.value))) return ok({ state, retire: true });
+    log.warn(
+      'the state file in the Albatross format is ignored: Petrel has its own state (import it with --import-albatross-state)',
+    );
+    return ok({ state, retire: false });
+  }
+  const migrated = await importAlbatrossState(host, legacy.value, 'state');
+  if (!migrated.ok)
+    return err('E_STATE_READ', `bailing out: ${migrated.error.message}`, { cause: migrated.error });
+  failed.push(...migrated.value.failed);
+  const { unikernels, policies, digest } = migrated.value;
+  log.info({ unikernels: unikernels.length }, 'migrating the state file: images move to the store');
+  return ok({ state: { unikernels, policies, imported: [digest] }, retire: true });
+}
+
+/** `state` with an Albatross state file's unikernels and policies added, once per file. */
+export async function withImported(
+  host: EngineHost,
+  log: Logger,
+  state: PetrelState,
+  file: { readonly bytes: Uint8Array; readonly source: string } | undefined,
+  failed: Dropped[],
+): Promise<Result<PetrelState, PetrelError>> {
+  if (file === undefined) return ok(state);
+  if (state.imported.includes(fileDigest(file.bytes))) {
+    log.info({ file: file.source }, 'Albatross state file imported before; not again');
+    return ok(state);
+  }
+  const taken = await importAlbatrossState(host, file.bytes, file.source);
+  if (!taken.ok) return err('E_STATE_IMPORT', `import: ${taken.error.message}`, { cause: taken.error });
+  const names = new Set(state.unikernels.map((u) => printName(u.name)));
+  for (const u of taken.value.unikernels) {
+    if (names.has(printName(u.name)))
+      return err('E_STATE_IMPORT', `import: ${file.source}: unikernel ${printName(u.name)} exists already`);
+  }
+  const policies = new Map(state.policies.map((p) => [printName(pathName(p.path)), p.policy]));
+  const added = taken.value.policies.filter((p) => p.path.length > 0);
+  for (const p of added) {
+    const had = policies.get(printName(pathName(p.path)));
+    if (had !== undefined && !isDeepStrictEqual(had, p.policy))
+      return err(
+        'E_STATE_IMPORT',
+        `import: ${file.source}: policy ${printPath(p.path)} differs from the one here`,
+      );
+  }
+  failed.push(...taken.value.failed);
+  log.info(
+    { file: file.source, unikernels: taken.value.unikernels.length },
+    'importing an Albatross state file',
+  );
+  return ok({
+    unikernels: [...state.unikernels, ...taken.value.unikernels],
+    policies: [...state.policies, ...added.filter((p) => !policies.has(printName(pathName(p.path))))],
+    imported: [...state.imported, taken.value.digest],
+  });
 }
 
 /** The zlib level of images exported for a unikernel created with a compressed image. */

@@ -13,15 +13,12 @@
 // Force-create and restart check steps 2–3 for the new configuration before stopping the old
 // unikernel, hold the queue while it stops, and start it again if the new one cannot start.
 
-import { createHash, type Hash } from 'node:crypto';
 import { isDeepStrictEqual } from 'node:util';
 import PQueue from 'p-queue';
 import type { Logger } from 'pino';
 import { consoleFeed } from '../console/feed.js';
 import type { ConsoleHub } from '../console/hub.js';
-import { TransferCollector } from '../host/garbage.js';
-import { type ImageRef, readImageFrom, type StagedImage } from '../host/images.js';
-import { deflateChunks } from '../host/zstream.js';
+import type { ImageRef, StagedImage } from '../host/images.js';
 import { err, ok, type PetrelError, type Result } from '../resources/errors.js';
 import { type Name, type Path, pathName, printName, printPath } from '../resources/name.js';
 import type { Policy } from '../resources/policy.js';
@@ -38,9 +35,10 @@ import {
 import { createConfig, infoReply, restartArguments } from '../wire/shapes.js';
 import type { Command, CreateCommand, Data, InfoRelease, Reply, UnikernelConfig } from '../wire/types.js';
 import { type Adoptable, planAdoption } from './adopt.js';
-import { fileDigest, importAlbatrossState } from './albatross.js';
+import { committedState, withImported } from './albatross.js';
 import { BlockCommands } from './blocks.js';
 import { publishCommand, publishRestart, publishStep } from './events.js';
+import { imageReply } from './get.js';
 import type { EngineHost } from './host.js';
 import { ImageUsers } from './image-users.js';
 import { unikernelInfo } from './info.js';
@@ -353,11 +351,9 @@ export class Engine {
   }
 
   /**
-   * get (semantics §5.2) from the store: the image is read twice outside the queue, once to
-   * check its digest (and, deflated at `level`, to learn the reply's length) and once as it is
-   * sent, so it is never in memory whole. The file is opened inside the queue: a destroy that
-   * follows cannot take it away. A reply asked with a level is deflated at that level (also
-   * for an image sent compressed: Albatross would return the client's own bytes).
+   * get (semantics §5.2) from the store (get.ts), outside the queue; the file is opened inside
+   * it, so a destroy that follows cannot take it away. A level above 0 is honoured also for an
+   * image sent compressed (Albatross would return the client's own bytes).
    */
   async #get(name: Name, level: number): Promise<EngineResponse> {
     if (!Number.isInteger(level) || level < 0 || level > 9) return failure(invalidLevel(level));
@@ -367,45 +363,12 @@ export class Engine {
       return { image: run.vm.image, opened: await this.#host.openImage(run.vm.image) };
     });
     if (found === null) return failure(TEXT.getNotFound);
-    const { image, opened } = found;
-    if (!opened.ok) {
-      this.#log.error({ name: printName(name), problem: opened.error.message }, 'get: image unreadable');
-      return failure(`get: ${opened.error.message}`);
+    const replied = found.opened.ok ? await imageReply(found.opened.value, found.image, level) : found.opened;
+    if (!replied.ok) {
+      this.#log.error({ name: printName(name), problem: replied.error.message }, 'get: image unreadable');
+      return failure(`get: ${replied.error.message}`);
     }
-    const handle = opened.value;
-    const garbage = new TransferCollector();
-    const read = (check: Hash | null) =>
-      (async function* () {
-        for await (const piece of readImageFrom(handle)) {
-          check?.update(piece);
-          garbage.moved(piece.length);
-          yield piece;
-        }
-      })();
-    try {
-      const check = createHash('sha256');
-      let length = 0;
-      for await (const piece of level > 0 ? deflateChunks(read(check), level) : read(check))
-        length += piece.length;
-      const actual = check.digest('hex');
-      if (actual !== image.digest) {
-        const problem = `image ${image.digest} in the store is damaged (its SHA-256 is now ${actual})`;
-        this.#log.error({ name: printName(name), problem }, 'get: image damaged');
-        await handle.close();
-        return failure(`get: ${problem}`);
-      }
-      const chunks = (async function* () {
-        try {
-          yield* level > 0 ? deflateChunks(read(null), level) : read(null);
-        } finally {
-          await handle.close();
-        }
-      })();
-      return { kind: 'image', compressed: level > 0, length, chunks };
-    } catch (cause) {
-      await handle.close();
-      return failure(`get: reading the image failed: ${String(cause)}`);
-    }
+    return { kind: 'image', ...replied.value };
   }
 
   /**
@@ -872,9 +835,15 @@ export class Engine {
 
     // What was committed, with an earlier Petrel's state file or an Albatross file brought in.
     const failed: { name: string; reason: string }[] = [];
-    const committed = await this.#committedState(failed);
+    const committed = await committedState(this.#book, this.#host, this.#log, failed);
     if (!committed.ok) return committed;
-    const imported = await this.#imported(committed.value.state, options.importState, failed);
+    const imported = await withImported(
+      this.#host,
+      this.#log,
+      committed.value.state,
+      options.importState,
+      failed,
+    );
     if (!imported.ok) return imported;
     let state = imported.value;
     const started = encodeSnapshot(state);
@@ -1068,82 +1037,6 @@ export class Engine {
       history: NO_HISTORY,
       fields,
       elapsedMs: this.#now() - exitedAt,
-    });
-  }
-
-  /**
-   * The committed state; when there is none yet, the state file an earlier Petrel wrote (images
-   * inside, Albatross' format) is migrated: its images go to the store. `retire` says the old
-   * file is to be renamed once the migrated state is committed.
-   */
-  async #committedState(
-    failed: { name: string; reason: string }[],
-  ): Promise<Result<{ state: PetrelState; retire: boolean }, PetrelError>> {
-    const loaded = await this.#book.load();
-    if (!loaded.ok) return loaded;
-    if (loaded.value.ignoredBytes > 0)
-      this.#log.warn(
-        { bytes: loaded.value.ignoredBytes },
-        'a torn entry at the end of the state journal was ignored',
-      );
-    const legacy = await this.#host.readLegacyState();
-    if (!legacy.ok) return legacy;
-    const { state } = loaded.value;
-    if (legacy.value === null) return ok({ state, retire: false });
-    if (loaded.value.found) {
-      // A migration that stopped before the old file was renamed, or a file put there since.
-      if (state.imported.includes(fileDigest(legacy.value))) return ok({ state, retire: true });
-      this.#log.warn(
-        'the state file in the Albatross format is ignored: Petrel has its own state (import it with --import-albatross-state)',
-      );
-      return ok({ state, retire: false });
-    }
-    const migrated = await importAlbatrossState(this.#host, legacy.value, 'state');
-    if (!migrated.ok)
-      return err('E_STATE_READ', `bailing out: ${migrated.error.message}`, { cause: migrated.error });
-    failed.push(...migrated.value.failed);
-    const { unikernels, policies, digest } = migrated.value;
-    this.#log.info({ unikernels: unikernels.length }, 'migrating the state file: images move to the store');
-    return ok({ state: { unikernels, policies, imported: [digest] }, retire: true });
-  }
-
-  /** `state` with an Albatross state file's unikernels and policies added, once per file. */
-  async #imported(
-    state: PetrelState,
-    file: RestoreOptions['importState'],
-    failed: { name: string; reason: string }[],
-  ): Promise<Result<PetrelState, PetrelError>> {
-    if (file === undefined) return ok(state);
-    if (state.imported.includes(fileDigest(file.bytes))) {
-      this.#log.info({ file: file.source }, 'Albatross state file imported before; not again');
-      return ok(state);
-    }
-    const taken = await importAlbatrossState(this.#host, file.bytes, file.source);
-    if (!taken.ok) return err('E_STATE_IMPORT', `import: ${taken.error.message}`, { cause: taken.error });
-    const names = new Set(state.unikernels.map((u) => printName(u.name)));
-    for (const u of taken.value.unikernels) {
-      if (names.has(printName(u.name)))
-        return err('E_STATE_IMPORT', `import: ${file.source}: unikernel ${printName(u.name)} exists already`);
-    }
-    const policies = new Map(state.policies.map((p) => [printName(pathName(p.path)), p.policy]));
-    const added = taken.value.policies.filter((p) => p.path.length > 0);
-    for (const p of added) {
-      const had = policies.get(printName(pathName(p.path)));
-      if (had !== undefined && !isDeepStrictEqual(had, p.policy))
-        return err(
-          'E_STATE_IMPORT',
-          `import: ${file.source}: policy ${printPath(p.path)} differs from the one here`,
-        );
-    }
-    failed.push(...taken.value.failed);
-    this.#log.info(
-      { file: file.source, unikernels: taken.value.unikernels.length },
-      'importing an Albatross state file',
-    );
-    return ok({
-      unikernels: [...state.unikernels, ...taken.value.unikernels],
-      policies: [...state.policies, ...added.filter((p) => !policies.has(printName(pathName(p.path))))],
-      imported: [...state.imported, taken.value.digest],
     });
   }
 

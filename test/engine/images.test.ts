@@ -1,13 +1,16 @@
 // Images live once in the store (petrel-differences.md (j)): one file per image whatever the
 // number of unikernels using it, kept while anything running or waiting to restart uses it,
 // gone with the last one; the state names digests; a damaged or missing image is noticed.
+import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { chmod, readdir, readFile, readlink, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { deflateSync } from 'node:zlib';
 import { afterEach, describe, expect, it } from 'vitest';
 import { STATE_FILES } from '../../src/engine/host.js';
-import { canaryImage } from './guest.js';
+import { unwrap } from '../../src/resources/errors.js';
+import { decodeSnapshot } from '../../src/wire/petrel-state.js';
+import { canaryImage, canaryNetImage } from './guest.js';
 import {
   canaryConfig,
   createCommand,
@@ -140,5 +143,28 @@ describe('the image store', () => {
     );
     expect(await storedNames(t.stateDir)).toEqual([':kept']);
     expect(await store(t)).toEqual([sha256(other)]);
+  });
+
+  it('a unikernel a start cannot bring back is dropped, its image kept until the next start', async () => {
+    t = await makeEngine();
+    const image = await readFile(canaryNetImage);
+    const config = await canaryConfig(canaryNetImage, ['wait', 'n'], {
+      bridges: [{ netif: 'service', bridge: 'br0', mac: null }],
+    });
+    expect(replyText(await t.run(':net', createCommand(config)))).toBe('created unikernel');
+    await t.engine.shutdown();
+    // A host broken at boot (Albatross #203): the bridge is gone.
+    spawnSync('ip', ['-n', t.netns.name, 'link', 'del', 'br0']);
+    second = await t.reopen();
+    expect(second.engine.running).toEqual([]);
+    expect(await storedNames(t.stateDir)).toEqual([]);
+    // petrel.state.started still names it, and its image is still there to go back to.
+    const started = unwrap(decodeSnapshot(await readFile(path.join(t.stateDir, STATE_FILES.started))));
+    expect(started.unikernels.map((u) => u.image.digest)).toEqual([sha256(image)]);
+    expect(await store(t)).toEqual([sha256(image)]);
+    await second.engine.shutdown();
+    const third = await t.reopen();
+    await third.close();
+    expect(await store(t)).toEqual([]);
   });
 });

@@ -1,0 +1,66 @@
+// get (semantics §5.2) from the image store: the image is read twice, once to check its digest
+// (and, deflated at the level asked, to learn the reply's length, which the reply's head states
+// before any image byte) and once as it is sent, so it is never in memory whole.
+
+import { createHash, type Hash } from 'node:crypto';
+import type { FileHandle } from 'node:fs/promises';
+import { TransferCollector } from '../host/garbage.js';
+import { type ImageRef, readImageFrom } from '../host/images.js';
+import { deflateChunks } from '../host/zstream.js';
+import { err, ok, type PetrelError, type Result } from '../resources/errors.js';
+
+export interface ImageReply {
+  /** Deflated (zlib) when a level above 0 was asked, whatever form the client created it in. */
+  readonly compressed: boolean;
+  readonly length: number;
+  /** The reply's image; iterating it to the end, or stopping early, closes the file. */
+  readonly chunks: AsyncIterable<Uint8Array>;
+}
+
+/**
+ * The reply to a get of the image open at `handle` (which this takes over: it is closed when the
+ * chunks are done, or at once on a failure). A digest other than the image's is E_IMAGE_CORRUPT.
+ */
+export async function imageReply(
+  handle: FileHandle,
+  image: ImageRef,
+  level: number,
+): Promise<Result<ImageReply, PetrelError>> {
+  const garbage = new TransferCollector();
+  const read = (check: Hash | null) =>
+    (async function* () {
+      for await (const piece of readImageFrom(handle)) {
+        check?.update(piece);
+        garbage.moved(piece.length);
+        yield piece;
+      }
+    })();
+  const form = (check: Hash | null) => (level > 0 ? deflateChunks(read(check), level) : read(check));
+  try {
+    const check = createHash('sha256');
+    let length = 0;
+    for await (const piece of form(check)) length += piece.length;
+    const actual = check.digest('hex');
+    if (actual !== image.digest) {
+      await handle.close();
+      return err(
+        'E_IMAGE_CORRUPT',
+        `image ${image.digest} in the store is damaged (its SHA-256 is now ${actual})`,
+        {
+          digest: image.digest,
+        },
+      );
+    }
+    const chunks = (async function* () {
+      try {
+        yield* form(null);
+      } finally {
+        await handle.close();
+      }
+    })();
+    return ok({ compressed: level > 0, length, chunks });
+  } catch (cause) {
+    await handle.close();
+    return err('E_HOST_IO', `reading the image failed: ${String(cause)}`);
+  }
+}
