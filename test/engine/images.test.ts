@@ -15,6 +15,7 @@ import {
   canaryConfig,
   createCommand,
   makeEngine,
+  name,
   replyText,
   storedNames,
   storedState,
@@ -70,6 +71,42 @@ describe('the image store', () => {
     const record = (await storedState(t.stateDir)).unikernels[0];
     expect(record?.image).toEqual({ digest: sha256(image), size: image.length });
     expect(record?.config.compressed).toBe(true);
+  });
+
+  it('an image streamed after the create, compressed, is inflated into the store as it arrives', async () => {
+    t = await makeEngine();
+    const image = await readFile(canaryImage);
+    const zipped = deflateSync(image, { level: 9 });
+    const config = await canaryConfig(canaryImage, ['wait', 's'], {
+      image: new Uint8Array(0),
+      compressed: true,
+    });
+    async function* chunks() {
+      for (let at = 0; at < zipped.length; at += 1000) yield zipped.subarray(at, at + 1000);
+    }
+    const reply = await t.engine.execute({
+      name: name(':s'),
+      command: createCommand(config),
+      input: chunks(),
+    });
+    expect(replyText(reply)).toBe('created unikernel');
+    await waitForLine(t.hub, ':s', 'petrel-canary s');
+    expect(await store(t)).toEqual([sha256(image)]);
+    // A stream that breaks is refused and leaves nothing behind.
+    async function* broken() {
+      yield zipped.subarray(0, 100);
+      throw new Error('connection closed inside a stream');
+    }
+    const refused = await t.engine.execute({
+      name: name(':b'),
+      command: createCommand(config),
+      input: broken(),
+    });
+    expect(replyText(refused)).toBe('Failure: receiving the image failed: connection closed inside a stream');
+    expect(await store(t)).toEqual([sha256(image)]);
+    expect((await readdir(path.join(t.stateDir, 'images'))).filter((f) => f.includes('petrel-tmp'))).toEqual(
+      [],
+    );
   });
 
   it('a force-create with another image swaps the stored file; the state names the new digest', async () => {
