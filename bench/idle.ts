@@ -75,30 +75,18 @@ try {
   stops.push(async () => void bare.kill());
   const floor = await startFloorProcess(netns.name, files, 1026);
   stops.push(() => floor.stop());
-  const plain = await launchDaemon(
-    petreldFlags(path.join(dir, 'plain'), null),
-    {},
-    PETRELD,
-    60_000,
-    netns.name,
-  );
-  stops.push(() => plain.stop());
-  const tls = await launchDaemon(
-    petreldFlags(path.join(dir, 'tls'), files, 1025),
-    {},
-    PETRELD,
-    60_000,
-    netns.name,
-  );
-  stops.push(() => tls.stop());
-  const small = await launchDaemon(
-    petreldFlags(path.join(dir, 'small'), files, 1027),
-    { NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} ${SMALL_YOUNG}` },
-    PETRELD,
-    60_000,
-    netns.name,
-  );
-  stops.push(() => small.stop());
+  /** petreld in `dir/name`, TLS on `port` when `tls`; stopped when the bench ends. */
+  const petreld = async (name: string, tls: boolean, port: number, env: NodeJS.ProcessEnv = {}) => {
+    const flags = petreldFlags(path.join(dir, name), tls ? files : null, port);
+    const daemon = await launchDaemon(flags, env, PETRELD, 60_000, netns.name);
+    stops.push(() => daemon.stop());
+    return daemon;
+  };
+  const plain = await petreld('plain', false, 1025);
+  const tls = await petreld('tls', true, 1025);
+  const small = await petreld('small', true, 1027, {
+    NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} ${SMALL_YOUNG}`,
+  });
   console.log(`petreld: ${PETRELD}, runtimes spt; ${SESSIONS} sessions of the petrel client (info as alice)`);
 
   await sleep(SETTLE_MS);
