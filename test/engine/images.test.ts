@@ -128,7 +128,11 @@ describe('the image store', () => {
   it('a restart reads the image again and refuses a damaged one, keeping the unikernel running', async () => {
     t = await makeEngine();
     const image = await readFile(canaryImage);
-    await t.run(':vm', createCommand(await canaryConfig(canaryImage, ['wait', 'a'])));
+    const created = await t.run(':vm', createCommand(await canaryConfig(canaryImage, ['wait', 'a'])));
+    expect(replyText(created)).toBe('created unikernel');
+    // The reply comes once the tender is spawned, not once it has read its image: damaging the
+    // file before the guest runs would make the tender fail instead of the restart.
+    await waitForLine(t.hub, ':vm', 'petrel-canary a');
     const file = path.join(t.stateDir, 'images', sha256(image));
     await chmod(file, 0o600);
     const damaged = Buffer.from(image);
