@@ -3,6 +3,7 @@
 
 import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { existsSync } from 'node:fs';
 import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -19,22 +20,51 @@ import { testTender } from './guest.js';
 
 export const name = (text: string) => unwrap(parseName(text)) as Name & { label: Label };
 
+const NETNS_PREFIX = 'petrel-e-';
+/** Namespaces this process made and has not removed yet; the exit handler removes them. */
+const liveNamespaces = new Set<string>();
+let sweptAndHooked = false;
+
+/**
+ * Namespaces are named `petrel-e-<pid>-<random>`: one left by a test process that is gone (killed
+ * by a timeout or by hand, before its `close`) is removed here, and this process removes its own
+ * at exit even when a test failed before closing its engine.
+ */
+function sweepAndHook(): void {
+  if (sweptAndHooked) return;
+  sweptAndHooked = true;
+  const listed = spawnSync('ip', ['netns', 'list'], { encoding: 'utf8' }).stdout ?? '';
+  for (const line of listed.split('\n')) {
+    const ns = line.split(' ')[0] ?? '';
+    const pid = /^petrel-e-(\d+)-[0-9a-f]+$/u.exec(ns)?.[1];
+    if (pid !== undefined && !existsSync(`/proc/${pid}`)) spawnSync('ip', ['netns', 'del', ns]);
+  }
+  process.once('exit', () => {
+    for (const ns of liveNamespaces) spawnSync('ip', ['netns', 'del', ns]);
+  });
+}
+
 /** A namespace with bridges `br0` and `service`, removed with everything in it. */
 export function makeNetns(): { name: string; destroy: () => void; links: () => string } {
-  const ns = `petrel-e-${process.pid}-${randomBytes(3).toString('hex')}`;
+  sweepAndHook();
+  const ns = `${NETNS_PREFIX}${process.pid}-${randomBytes(3).toString('hex')}`;
   const ip = (...args: string[]) => {
     const r = spawnSync('ip', args, { encoding: 'utf8' });
     if (r.status !== 0) throw new Error(`ip ${args.join(' ')}: ${r.stderr}`);
     return r.stdout;
   };
   ip('netns', 'add', ns);
+  liveNamespaces.add(ns);
   for (const br of ['br0', 'service']) {
     ip('-n', ns, 'link', 'add', br, 'type', 'bridge');
     ip('-n', ns, 'link', 'set', br, 'up');
   }
   return {
     name: ns,
-    destroy: () => void spawnSync('ip', ['netns', 'del', ns]),
+    destroy: () => {
+      spawnSync('ip', ['netns', 'del', ns]);
+      liveNamespaces.delete(ns);
+    },
     links: () =>
       ip('-n', ns, '-o', 'link', 'show')
         .split('\n')
@@ -179,10 +209,13 @@ export async function makeEngine(
       await engine.shutdown({ keepGuests: true });
     },
     async close() {
-      if (!crashed) await engine.shutdown();
-      if (shared === undefined) {
-        netns.destroy();
-        await rm(dir, { recursive: true, force: true });
+      try {
+        if (!crashed) await engine.shutdown();
+      } finally {
+        if (shared === undefined) {
+          netns.destroy();
+          await rm(dir, { recursive: true, force: true });
+        }
       }
     },
   };
