@@ -2,7 +2,7 @@
 // undo. The real implementation composes src/host and src/tender; tests wrap it to inject
 // failures at any step (the engine never reaches the host any other way).
 
-import { type FileHandle, mkdir, readFile, rename, rm, stat } from 'node:fs/promises';
+import { chmod, type FileHandle, mkdir, readFile, rename, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { readBlockData, replaceBlockData } from '../host/blockdata.js';
 import { checkBridges } from '../host/bridges.js';
@@ -35,7 +35,7 @@ import {
   verifyImage,
 } from '../host/images.js';
 import type { NetOptions } from '../host/ip.js';
-import { blockDir, blockPath, pidRecordPath } from '../host/paths.js';
+import { blockDir, blockPath, fifoDir, pidRecordPath } from '../host/paths.js';
 import { readPidRecords, removePidRecord, stopRecordedProcess } from '../host/pidrecord.js';
 import { createTap, listOwnedTaps, removeTap } from '../host/tap.js';
 import type { Undoable } from '../host/undo.js';
@@ -200,6 +200,15 @@ export function createHost(options: HostOptions): EngineHost {
         } catch (cause) {
           return { ok: false, error: ioError('mkdir', dir, cause) };
         }
+      }
+      // The console FIFOs' directory is petreld's alone (src/host/fifo.ts says why); one made
+      // 0755 by an earlier version is closed here, since the run directory outlives restarts.
+      const fifos = fifoDir(options.runDir);
+      try {
+        await mkdir(fifos, { recursive: true, mode: 0o700 });
+        await chmod(fifos, 0o700);
+      } catch (cause) {
+        return { ok: false, error: ioError('chmod', fifos, cause) };
       }
       return ok(undefined);
     },

@@ -83,7 +83,10 @@ export async function makeFifo(
   if (!file.ok) return file;
   const dir = fifoDir(runDir);
   try {
-    await mkdir(dir, { recursive: true, mode: 0o755 });
+    // Only the tender (writer) and petrel-holder (reader) open a FIFO, both as petreld's user:
+    // the directory keeps out a group that petreld shares with its sockets' clients (the TLS
+    // endpoint's), which could otherwise read, and so take, console bytes.
+    await mkdir(dir, { recursive: true, mode: 0o700 });
   } catch (cause) {
     return { ok: false, error: ioError('mkdir', dir, cause) };
   }

@@ -1,7 +1,7 @@
 // The state file after each commit, and start-up: leftovers removed, policies and unikernels back.
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { mkdir, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, stat, writeFile } from 'node:fs/promises';
 import { afterEach, describe, expect, it } from 'vitest';
 import { unwrap } from '../../src/resources/errors.js';
 import { makePolicy } from '../../src/resources/policy.js';
@@ -67,6 +67,8 @@ describe('persistence', () => {
     await writeFile(`${t.runDir}/:ghost.img`, 'x');
     await mkdir(`${t.runDir}/fifo`, { recursive: true });
     spawnSync('mkfifo', [`${t.runDir}/fifo/:ghost`]);
+    // An earlier version made the FIFO directory 0755; the run directory outlives restarts.
+    await chmod(`${t.runDir}/fifo`, 0o755);
     // A process that is not ours with a PID file that does not match must survive.
     const stranger = spawn('sleep', ['30']);
     await t.crash();
@@ -76,6 +78,7 @@ describe('persistence', () => {
     expect(t.netns.links()).not.toContain(leftoverTap);
     expect(existsSync(`${t.runDir}/:ghost.img`)).toBe(false);
     expect(existsSync(`${t.runDir}/fifo/:ghost`)).toBe(false);
+    expect((await stat(`${t.runDir}/fifo`)).mode & 0o777).toBe(0o700);
     expect(existsSync(`/proc/${stranger.pid}`)).toBe(true);
     stranger.kill();
     // ...and the stored unikernel runs on, exactly once, with what it owns.

@@ -14,12 +14,14 @@ afterEach(async () => {
 });
 
 describe('console FIFO', () => {
-  it('makes <run-dir>/fifo/<name> as a FIFO with mode 0640; undo removes it', async () => {
+  it('makes <run-dir>/fifo/<name> as a FIFO with mode 0640 in a 0700 directory; undo removes it', async () => {
     const made = value(await makeFifo(dir, name('user:web')));
     expect(made.value).toBe(path.join(dir, 'fifo', 'user:web'));
     const st = await lstat(made.value);
     expect(st.isFIFO()).toBe(true);
     expect(st.mode & 0o777).toBe(0o640);
+    // Only petreld's user may open it: the directory keeps out the sockets' group.
+    expect((await stat(path.join(dir, 'fifo'))).mode & 0o777).toBe(0o700);
     await made.undo();
     expect(await readdir(path.join(dir, 'fifo'))).toEqual([]);
   });
