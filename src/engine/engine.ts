@@ -554,7 +554,11 @@ export class Engine {
     await launched.value.undo.commit();
     if (persist && !transient) publishStep(vmKey(name), 'state-written');
     this.#log.info(
-      { name: printName(name), pid: supervised.vm.tender.pid, taps: supervised.vm.nets.map((n) => n.tap) },
+      {
+        name: printName(name),
+        tenderPid: supervised.vm.tender.pid,
+        taps: supervised.vm.nets.map((n) => n.tap),
+      },
       'unikernel started',
     );
     return ok(supervised);
@@ -610,7 +614,7 @@ export class Engine {
     if (vm.state !== 'running') return;
     vm.state = 'stopping';
     await this.#release(supervised, exit);
-    const fields = { name: printName(vm.name), pid: vm.tender.pid, exit: describeExit(exit) };
+    const fields = { name: printName(vm.name), tenderPid: vm.tender.pid, exit: describeExit(exit) };
     if (this.#shuttingDown || vm.transient) {
       this.#log.info(fields, 'unikernel exited');
       vm.tender.forget();
@@ -1010,7 +1014,7 @@ export class Engine {
       transient: false,
       state: 'running',
     });
-    const fields = { name: printName(name), pid: held.pid };
+    const fields = { name: printName(name), tenderPid: held.pid };
     for (const problem of taken.value.problems)
       this.#log.warn({ ...fields, problem }, 'adopted unikernel kept despite a missing file');
     this.#log.info(fields, 'unikernel adopted');
@@ -1027,7 +1031,7 @@ export class Engine {
     const exitedAt = held.exitedAt?.getTime() ?? this.#now();
     const fields = {
       name: printName(name),
-      pid: held.pid,
+      tenderPid: held.pid,
       exit: describeExit(exit),
       exitedAt: held.exitedAt,
     };

@@ -97,7 +97,7 @@ describe('adoption at start-up', () => {
     expect(t.netns.links()).toContain(taps?.[0]?.tap);
     // The console history came from the holder's buffer.
     await waitForLine(second.hub, ':vm', 'petrel-canary kept');
-    expect(log.said('unikernel adopted')).toMatchObject([{ name: ':vm', pid }]);
+    expect(log.said('unikernel adopted')).toMatchObject([{ name: ':vm', tenderPid: pid }]);
     const info = await second.run(':vm', { type: 'unikernel-info', release: '2.7' });
     expect(info.kind === 'reply' && info.reply.type === 'unikernel-info' && info.reply.entries.length).toBe(
       1,
