@@ -1,9 +1,11 @@
 // A console subscriber in its own process (so the test's readers do not share petreld's event
 // loop): subscribes on console.sock, checks the flood lines arrive complete and in order, and
 // prints one JSON summary when the daemon closes the connection or the last line arrived.
-//   node reader.mjs SOCKET NAME EXPECTED [silent MS]
-// `silent` subscribes and then does not read for MS milliseconds (a stuck client); then it reads
+//   node reader.mjs SOCKET NAME EXPECTED [silent]
+// `silent` subscribes and then does not read (a stuck client) until it gets SIGUSR2; then it reads
 // what is left, so the summary tells whether petreld closed it (a paused socket sees no close).
+// The test sends the signal once the other readers are done, so how long the flood takes to
+// start on a loaded machine cannot turn the stuck client into a slow one.
 import { connect } from 'node:net';
 
 const dist = new URL('../../dist/src/', import.meta.url);
@@ -33,7 +35,12 @@ const reader = new FrameReader();
 let status = null;
 if (mode === 'silent') {
   socket.pause();
-  setTimeout(() => socket.resume(), Number(process.argv[6] ?? 5000));
+  // A paused socket does not keep the process alive: this timer does, until the signal.
+  const alive = setInterval(() => undefined, 60_000);
+  process.once('SIGUSR2', () => {
+    clearInterval(alive);
+    socket.resume();
+  });
 }
 let next = 1;
 let disorder = 0;
