@@ -1,0 +1,272 @@
+// Benchmark: petreld with 1,000 running unikernels (issue 13, item 6). Two real petreld
+// processes side by side, each in a network namespace of its own, spt runtime (real guests:
+// the spt canary in `wait` mode under the bundled petrel-spt, no KVM needed):
+//   idle   keeps no unikernel;
+//   busy   is filled to BENCH_SCALE_VMS (1,000) running canaries.
+// Figures: busy's RSS (/proc/<pid>/smaps_rollup) idle and with all of them running, each read
+// after the same quiet period (target: growth ≤ 20 MiB); the create rate on idle (none running)
+// and on busy (all running), in alternating batches of BENCH_SCALE_BATCH sequential creates
+// over the local socket, each batch destroyed again after it is timed, so both daemons see the
+// same load (target: busy ≥ 0.9 × idle, medians); `info` of all on busy, from connect to the
+// last byte (target ≤ 50 ms, median); petreld's CPU time per create beside the rates (the
+// machine's load disturbs wall time far more). The fill itself prints its rate per tenth. The
+// idle daemon's RSS before and after the same batches is the control: what creates cost a
+// daemon whatever runs.
+// Open files: petreld's holder keeps each tender's console FIFO open; the bench raises its own
+// limit (inherited by the daemons and their holders) with prlimit(1) as far as it may, and says so.
+// BENCH_SCALE_HEAPSNAPSHOTS=DIR: each daemon writes a V8 heap snapshot into DIR on SIGUSR1
+// (node --heapsnapshot-signal), taken on busy when idle and with all running, for analysis
+// only: writing a snapshot raises the RSS, so such a run's RSS figures are not the benchmark's.
+// Run: npm run build && npm run bench -- scale
+
+import { spawnSync } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { loadavg, tmpdir } from 'node:os';
+import path from 'node:path';
+import { request, said } from '../test/daemon/client.js';
+import { type DaemonProcess, launchDaemon } from '../test/daemon/process.js';
+import { repo, sptCanary } from '../test/engine/guest.js';
+import { canaryConfig, createCommand, makeNetns } from '../test/engine/harness.js';
+
+const VMS = Number(process.env.BENCH_SCALE_VMS ?? 1000);
+const BATCH = Number(process.env.BENCH_SCALE_BATCH ?? 30);
+const ROUNDS = Number(process.env.BENCH_SCALE_ROUNDS ?? 7);
+const INFOS = 15;
+/** Quiet time before each RSS reading: V8's memory reducer gives back what a burst grew. */
+const SETTLE_MS = Number(process.env.BENCH_SCALE_SETTLE_MS ?? 60_000);
+const WANTED_FILES = 65_536;
+const SNAPSHOTS = process.env.BENCH_SCALE_HEAPSNAPSHOTS;
+const PETRELD = path.join(repo, 'dist', 'src', 'cli', 'petreld.js');
+const CLOCK_TICKS = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout.trim() || 100);
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+const load = () =>
+  loadavg()
+    .map((l) => l.toFixed(2))
+    .join(' ');
+const median = (values: readonly number[]) => {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.floor(sorted.length / 2)] as number;
+};
+
+/**
+ * The open-files limit of this process and its children, raised to WANTED_FILES where allowed,
+ * else the soft limit to the hard one (raising a hard limit needs CAP_SYS_RESOURCE).
+ */
+function raiseOpenFiles(): string {
+  const limit = () => /Max open files\s+(\d+)\s+(\d+)/.exec(readFileSync('/proc/self/limits', 'utf8'));
+  const before = limit();
+  const prlimit = (value: string) =>
+    spawnSync('prlimit', ['--pid', String(process.pid), `--nofile=${value}`], { encoding: 'utf8' });
+  const wanted = prlimit(String(WANTED_FILES));
+  const fallback = wanted.status === 0 ? null : prlimit(`${before?.[2]}:${before?.[2]}`);
+  const after = limit();
+  const now = `open files: soft ${after?.[1]}, hard ${after?.[2]}, was ${before?.[1]}/${before?.[2]}`;
+  if (fallback === null) return `${now} (raised with prlimit)`;
+  return `${now} (prlimit may not raise the hard limit to ${WANTED_FILES} here: ${wanted.stderr.trim()}; soft limit ${fallback.status === 0 ? 'set to the hard one' : 'unchanged'})`;
+}
+
+function resident(pid: number): { rss: number; anon: number } {
+  const text = readFileSync(`/proc/${pid}/smaps_rollup`, 'utf8');
+  const kib = (key: string) => Number(new RegExp(`^${key}:\\s+(\\d+)`, 'm').exec(text)?.[1] ?? Number.NaN);
+  return { rss: kib('Rss') / 1024, anon: kib('Anonymous') / 1024 };
+}
+
+const openFiles = (pid: number) => readdirSync(`/proc/${pid}/fd`).length;
+
+/** The holder under `runDir` (its pid file), for its open files. */
+function holderPid(runDir: string): number | null {
+  for (const pid of readdirSync('/proc').filter((p) => /^\d+$/.test(p))) {
+    const argv = (() => {
+      try {
+        return readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
+      } catch {
+        return [];
+      }
+    })();
+    if (argv[0]?.endsWith('petrel-holder') && argv.includes(path.join(runDir, 'holder'))) return Number(pid);
+  }
+  return null;
+}
+
+interface Node {
+  readonly label: string;
+  readonly daemon: DaemonProcess;
+  readonly runDir: string;
+  readonly socket: string;
+  readonly destroyNetns: () => void;
+}
+
+async function startNode(dir: string, label: string): Promise<Node> {
+  const netns = makeNetns();
+  const runDir = path.join(dir, label, 'run');
+  const flags = ['--state-dir', path.join(dir, label, 'state'), '--run-dir', runDir];
+  flags.push('--runtimes', 'spt', '--log-level', 'info', '--stop-timeout', '5s');
+  const env =
+    SNAPSHOTS === undefined
+      ? {}
+      : {
+          NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --heapsnapshot-signal=SIGUSR1 --diagnostic-dir=${SNAPSHOTS}`,
+        };
+  try {
+    const daemon = await launchDaemon(flags, env, PETRELD, 60_000, netns.name);
+    // Its log is read only until ready; afterwards it is drained so the pipe never fills.
+    daemon.child.stdout?.resume();
+    return {
+      label,
+      daemon,
+      runDir,
+      socket: path.join(runDir, 'util', 'vmmd.sock'),
+      destroyNetns: netns.destroy,
+    };
+  } catch (error) {
+    netns.destroy();
+    throw error;
+  }
+}
+
+const config = await canaryConfig(sptCanary, ['wait', 'scale']);
+
+async function create(node: Node, vm: string): Promise<void> {
+  const replies = await request(node.socket, vm, createCommand(config));
+  if (said(replies[0]) !== 'created unikernel')
+    throw new Error(`${node.label}: create ${vm}: ${said(replies[0])}`);
+}
+
+async function destroy(node: Node, vm: string): Promise<void> {
+  const replies = await request(node.socket, vm, { type: 'unikernel-destroy' });
+  if (said(replies[0]) !== 'destroyed unikernel')
+    throw new Error(`${node.label}: destroy ${vm}: ${said(replies[0])}`);
+}
+
+/** CPU time petreld has used (user and system), ms: less disturbed by the load than wall time. */
+function cpuMs(pid: number): number {
+  const fields = (readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1] ?? '').split(' ');
+  return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLOCK_TICKS;
+}
+
+/** Creates `names` one after another: creates per second, and petreld's CPU ms per create. */
+async function createRate(node: Node, names: readonly string[]): Promise<{ rate: number; cpu: number }> {
+  const cpu = cpuMs(node.daemon.pid);
+  const started = performance.now();
+  for (const vm of names) await create(node, vm);
+  return {
+    rate: names.length / ((performance.now() - started) / 1000),
+    cpu: (cpuMs(node.daemon.pid) - cpu) / names.length,
+  };
+}
+
+async function infoMs(node: Node): Promise<{ ms: number; entries: number }> {
+  const started = performance.now();
+  const replies = await request(node.socket, ':', { type: 'unikernel-info', release: '2.7' });
+  const ms = performance.now() - started;
+  const payload = replies[0]?.payload;
+  const entries =
+    payload?.kind === 'reply' && payload.reply.type === 'unikernel-info' ? payload.reply.entries.length : -1;
+  return { ms, entries };
+}
+
+async function snapshot(node: Node, what: string): Promise<void> {
+  if (SNAPSHOTS === undefined) return;
+  const before = new Set(readdirSync(SNAPSHOTS));
+  node.daemon.child.kill('SIGUSR1');
+  for (;;) {
+    await sleep(500);
+    const fresh = readdirSync(SNAPSHOTS).filter((f) => !before.has(f) && f.endsWith('.heapsnapshot'));
+    if (fresh.length > 0) {
+      // Written in one go by the main thread, which answers nothing meanwhile.
+      await infoMs(node);
+      console.log(`  heap snapshot ${what}: ${path.join(SNAPSHOTS, fresh[0] as string)}`);
+      return;
+    }
+  }
+}
+
+const range = (prefix: string, from: number, to: number) =>
+  Array.from({ length: to - from }, (_, i) => `:${prefix}${from + i}`);
+
+const limits = raiseOpenFiles();
+const dir = await mkdtemp(path.join(tmpdir(), 'petrel-bench-scale-'));
+const nodes: Node[] = [];
+try {
+  const idle = await startNode(dir, 'idle');
+  nodes.push(idle);
+  const busy = await startNode(dir, 'busy');
+  nodes.push(busy);
+  console.log(`petreld ×2 (${PETRELD}), runtimes spt, guests real (petrel-spt, canary wait); ${limits}`);
+
+  await sleep(SETTLE_MS);
+  const idleRss = resident(busy.daemon.pid);
+  const idleControl = resident(idle.daemon.pid);
+  console.log(
+    `busy, idle: RSS ${idleRss.rss.toFixed(1)} MiB (anonymous ${idleRss.anon.toFixed(1)})  [load average ${load()}]`,
+  );
+  await snapshot(busy, 'idle');
+
+  const tenth = Math.max(1, Math.round(VMS / 10));
+  const fill: string[] = [];
+  for (let from = 0; from < VMS; from += tenth) {
+    const to = Math.min(VMS, from + tenth);
+    fill.push(`${to}: ${(await createRate(busy, range('vm', from, to))).rate.toFixed(1)}/s`);
+  }
+  console.log(`fill to ${VMS}, creates per second by tenth: ${fill.join(', ')}  [load average ${load()}]`);
+
+  const batches = {
+    idle: [] as { rate: number; cpu: number }[],
+    busy: [] as { rate: number; cpu: number }[],
+  };
+  for (let round = 0; round < ROUNDS; round++) {
+    for (const node of [idle, busy]) {
+      const names = range(`r${round}-`, 0, BATCH);
+      batches[node === idle ? 'idle' : 'busy'].push(await createRate(node, names));
+      for (const vm of names) await destroy(node, vm);
+    }
+  }
+  const rate = (which: 'idle' | 'busy') => median(batches[which].map((b) => b.rate));
+  const cpu = (which: 'idle' | 'busy') => median(batches[which].map((b) => b.cpu));
+  const each = (which: 'idle' | 'busy') => batches[which].map((b) => b.rate.toFixed(0)).join(' ');
+  console.log(
+    `create rate, ${ROUNDS} alternating batches of ${BATCH} (medians): none running ${rate('idle').toFixed(1)}/s (${each('idle')}), ${VMS} running ${rate('busy').toFixed(1)}/s (${each('busy')}): ratio ${(rate('busy') / rate('idle')).toFixed(2)} (target ≥ 0.9)  [load average ${load()}]`,
+  );
+  console.log(
+    `petreld CPU per create (medians): none running ${cpu('idle').toFixed(2)} ms, ${VMS} running ${cpu('busy').toFixed(2)} ms: ratio ${(cpu('busy') / cpu('idle')).toFixed(2)}`,
+  );
+
+  const infos: number[] = [];
+  for (let i = 0; i < INFOS; i++) {
+    const { ms, entries } = await infoMs(busy);
+    if (entries !== VMS) throw new Error(`info listed ${entries} of ${VMS}`);
+    infos.push(ms);
+  }
+  console.log(
+    `info of all ${VMS}: median ${median(infos).toFixed(1)} ms, max ${Math.max(...infos).toFixed(1)} ms (target ≤ 50)  [load average ${load()}]`,
+  );
+
+  const atOnce = resident(busy.daemon.pid);
+  console.log(
+    `busy, ${VMS} running, at once: RSS ${atOnce.rss.toFixed(1)} MiB (anonymous ${atOnce.anon.toFixed(1)})`,
+  );
+  await sleep(SETTLE_MS);
+  const fullRss = resident(busy.daemon.pid);
+  const control = resident(idle.daemon.pid);
+  console.log(
+    `idle (control), after the same batches: RSS ${idleControl.rss.toFixed(1)} → ${control.rss.toFixed(1)} MiB (anonymous ${idleControl.anon.toFixed(1)} → ${control.anon.toFixed(1)})`,
+  );
+  const growth = fullRss.rss - idleRss.rss;
+  console.log(
+    `busy, ${VMS} running: RSS ${fullRss.rss.toFixed(1)} MiB (anonymous ${fullRss.anon.toFixed(1)}): growth ${growth.toFixed(1)} MiB, ${((growth * 1024) / VMS).toFixed(1)} KiB per unikernel (target ≤ 20 MiB)  [load average ${load()}]`,
+  );
+  const holder = holderPid(busy.runDir);
+  console.log(
+    `open files with ${VMS} running: petreld ${openFiles(busy.daemon.pid)}, its holder ${holder === null ? '?' : openFiles(holder)}`,
+  );
+  await snapshot(busy, `${VMS} running`);
+} finally {
+  // SIGUSR2: every guest is stopped with its daemon.
+  for (const node of nodes.reverse()) {
+    await node.daemon.stop('SIGUSR2').catch(() => undefined);
+    node.destroyNetns();
+  }
+  await rm(dir, { recursive: true, force: true });
+}
