@@ -1,5 +1,14 @@
 // The console history of one unikernel: a ring of the last RING_SIZE (timestamp, line) entries
 // (semantics §11.2), with history by count (clamped, Petrel (c)) or since a time.
+//
+// Its memory follows what the unikernel printed, not the worst case: storage starts empty and
+// grows with the lines (most unikernels print a few dozen), wrapping only once RING_SIZE are
+// held; a ring of 1024 slots allocated up front cost 8 KiB per unikernel before its first line.
+// A line is kept as a one-byte string of its bytes (latin1 maps each byte to one character and
+// back, exactly): its length and a 16-byte header on the V8 heap, where a Buffer also costs
+// its view, an ArrayBuffer and a backing store — and a small Buffer is a slice of an 8 KiB
+// pool slab, which one kept line holds entirely. Timestamps are kept unboxed in an array of
+// doubles. History, which is asked for rarely, turns lines back into bytes.
 
 export const RING_SIZE = 1024;
 
@@ -11,27 +20,33 @@ export interface ConsoleLine {
 }
 
 export class Ring {
-  readonly #slots: (ConsoleLine | undefined)[];
-  #next = 0;
-  #count = 0;
+  /** In arrival order until the ring is full; then `#oldest` is where the next line goes. */
+  readonly #lines: string[] = [];
+  readonly #times: number[] = [];
+  #oldest = 0;
 
-  constructor(readonly capacity: number = RING_SIZE) {
-    this.#slots = new Array(capacity);
-  }
+  constructor(readonly capacity: number = RING_SIZE) {}
 
   get size(): number {
-    return this.#count;
+    return this.#lines.length;
   }
 
   push(entry: ConsoleLine): void {
-    this.#slots[this.#next] = entry;
-    this.#next = (this.#next + 1) % this.capacity;
-    this.#count = Math.min(this.#count + 1, this.capacity);
+    const { line } = entry;
+    const text = Buffer.from(line.buffer, line.byteOffset, line.byteLength).toString('latin1');
+    if (this.#lines.length < this.capacity) {
+      this.#lines.push(text);
+      this.#times.push(entry.timestamp);
+      return;
+    }
+    this.#lines[this.#oldest] = text;
+    this.#times[this.#oldest] = entry.timestamp;
+    this.#oldest = (this.#oldest + 1) % this.capacity;
   }
 
   /** The last `count` lines, oldest first; `count` is clamped to 0…capacity. */
   last(count: number): ConsoleLine[] {
-    const n = Math.max(0, Math.min(Math.trunc(Number.isFinite(count) ? count : 0), this.#count));
+    const n = Math.max(0, Math.min(Math.trunc(Number.isFinite(count) ? count : 0), this.size));
     const out: ConsoleLine[] = [];
     for (let i = n; i >= 1; i--) out.push(this.#at(i));
     return out;
@@ -39,20 +54,29 @@ export class Ring {
 
   /**
    * Lines with timestamp ≥ `since`, oldest first: scans backwards from the newest and stops at
-   * the first older line, an unused slot, or after one turn of the ring.
+   * the first older line, or after one turn of the ring.
    */
   since(since: number): ConsoleLine[] {
     const out: ConsoleLine[] = [];
-    for (let i = 1; i <= this.#count; i++) {
-      const entry = this.#at(i);
-      if (entry.timestamp < since) break;
-      out.push(entry);
+    for (let i = 1; i <= this.size; i++) {
+      if ((this.#times[this.#index(i)] as number) < since) break;
+      out.push(this.#at(i));
     }
     return out.reverse();
   }
 
+  /** Where the i-th newest entry is, 1-based; i ≤ size. */
+  #index(i: number): number {
+    const size = this.size;
+    return (this.#oldest - i + size) % size;
+  }
+
   /** The i-th newest entry, 1-based; i ≤ size. */
   #at(i: number): ConsoleLine {
-    return this.#slots[(this.#next - i + this.capacity * 2) % this.capacity] as ConsoleLine;
+    const at = this.#index(i);
+    return {
+      timestamp: this.#times[at] as number,
+      line: Buffer.from(this.#lines[at] as string, 'latin1'),
+    };
   }
 }

@@ -34,4 +34,25 @@ describe('console ring', () => {
     expect(ring.since(2000)).toEqual([]);
     expect(filled(RING_SIZE * 3).since(0)).toHaveLength(RING_SIZE);
   });
+
+  it('gives back every line byte for byte, also bytes that are not UTF-8', () => {
+    const ring = new Ring();
+    const odd = Uint8Array.from([0x00, 0xff, 0xc3, 0x28, 0x80, 0x0d, 0x7f]);
+    ring.push({ timestamp: 1, line: odd });
+    ring.push({ timestamp: 2, line: Buffer.from('petrel-canary ümlaut') });
+    expect([...(ring.last(2)[0]?.line ?? [])]).toEqual([...odd]);
+    expect(Buffer.from(ring.last(1)[0]?.line ?? []).toString()).toBe('petrel-canary ümlaut');
+  });
+
+  it('answers history at every length while its storage grows, and after it wraps', () => {
+    const ring = new Ring();
+    for (let n = 1; n <= RING_SIZE + 3; n++) {
+      ring.push({ timestamp: 1000 + n, line: Buffer.from(`line ${n}`) });
+      const newest = ring.last(2);
+      expect(lines(newest)).toEqual(n === 1 ? ['line 1'] : [`line ${n - 1}`, `line ${n}`]);
+      expect(ring.since(1000 + n).map((e) => e.timestamp)).toEqual([1000 + n]);
+    }
+    expect(lines(ring.last(1))).toEqual([`line ${RING_SIZE + 3}`]);
+    expect(lines(ring.last(RING_SIZE).slice(0, 1))).toEqual(['line 4']);
+  });
 });
