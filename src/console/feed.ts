@@ -6,7 +6,7 @@
 
 import type { Label, Name } from '../resources/name.js';
 import type { ConsoleHub } from './hub.js';
-import type { ConsoleReader } from './reader.js';
+import type { ConsoleReader, LineSink } from './reader.js';
 
 export interface FeedOptions {
   /** A subscriber this far behind pauses the FIFO (messages). Default 512. */
@@ -16,65 +16,91 @@ export interface FeedOptions {
 }
 
 /** Returns the line sink for `openConsoleReader`; call `attach` with the reader once opened. */
-export function consoleFeed(hub: ConsoleHub, name: Name & { label: Label }, options: FeedOptions = {}) {
-  const highWater = options.highWater ?? 512;
-  const stallMs = options.stallMs ?? 1000;
-  let reader: ConsoleReader | null = null;
-  let pausedAt: number | null = null;
-  let stallTimer: NodeJS.Timeout | undefined;
+export function consoleFeed(
+  hub: ConsoleHub,
+  name: Name & { label: Label },
+  options: FeedOptions = {},
+): { readonly sink: LineSink; attach(opened: ConsoleReader): void } {
+  return new Feed(hub, name, options);
+}
+
+/**
+ * One per running unikernel, so its state is fields and its steps are methods (closures made per
+ * feed cost a function and a context each for every unikernel); the sink handed to the reader is
+ * its one closure.
+ */
+class Feed {
+  readonly #hub: ConsoleHub;
+  readonly #name: Name & { label: Label };
+  readonly #highWater: number;
+  readonly #stallMs: number;
+  #reader: ConsoleReader | null = null;
+  #pausedAt: number | null = null;
+  #stallTimer: NodeJS.Timeout | undefined;
   /** Lines read but not yet published, at most one read's worth, oldest first. */
-  const held: { lines: Buffer[]; timestamp: number }[] = [];
+  readonly #held: { lines: Buffer[]; timestamp: number }[] = [];
+  readonly sink: LineSink = (lines, timestamp) => this.#receive(lines, timestamp);
+
+  constructor(hub: ConsoleHub, name: Name & { label: Label }, options: FeedOptions) {
+    this.#hub = hub;
+    this.#name = name;
+    this.#highWater = options.highWater ?? 512;
+    this.#stallMs = options.stallMs ?? 1000;
+  }
+
+  attach(opened: ConsoleReader): void {
+    this.#reader = opened;
+  }
+
+  #receive(lines: Buffer[], timestamp: number): void {
+    // A read already under way when the FIFO was paused: keep its lines in order.
+    if (this.#pausedAt !== null) {
+      this.#held.push({ lines, timestamp });
+      return;
+    }
+    if (!this.#deliver(lines, timestamp)) this.#pause();
+  }
 
   /** Publishes line by line until a subscriber falls behind; keeps the rest. */
-  const deliver = (lines: Buffer[], timestamp: number): boolean => {
+  #deliver(lines: Buffer[], timestamp: number): boolean {
     for (let i = 0; i < lines.length; i++) {
-      hub.publish(name, [lines[i] as Buffer], timestamp);
-      if (reader !== null && hub.congested(name, highWater)) {
-        if (i + 1 < lines.length) held.unshift({ lines: lines.slice(i + 1), timestamp });
+      this.#hub.publish(this.#name, [lines[i] as Buffer], timestamp);
+      if (this.#reader !== null && this.#hub.congested(this.#name, this.#highWater)) {
+        if (i + 1 < lines.length) this.#held.unshift({ lines: lines.slice(i + 1), timestamp });
         return false;
       }
     }
     return true;
-  };
+  }
 
   // Woken when the subscriber that is behind catches up, or when its time is up.
-  const pause = () => {
-    pausedAt = Date.now();
-    reader?.pause();
-    hub.onceDrained(name, highWater, check);
-    stallTimer = setTimeout(check, stallMs);
-    stallTimer.unref();
-  };
+  #pause(): void {
+    this.#pausedAt = Date.now();
+    this.#reader?.pause();
+    const check = () => this.#check();
+    this.#hub.onceDrained(this.#name, this.#highWater, check);
+    this.#stallTimer = setTimeout(check, this.#stallMs);
+    this.#stallTimer.unref();
+  }
 
-  const check = () => {
-    if (reader === null || pausedAt === null) return;
-    if (hub.congested(name, highWater)) {
-      if (Date.now() - pausedAt < stallMs) {
-        hub.onceDrained(name, highWater, check);
+  #check(): void {
+    if (this.#reader === null || this.#pausedAt === null) return;
+    if (this.#hub.congested(this.#name, this.#highWater)) {
+      if (Date.now() - this.#pausedAt < this.#stallMs) {
+        this.#hub.onceDrained(this.#name, this.#highWater, () => this.#check());
         return;
       }
-      hub.dropCongested(name, highWater, `did not read for ${stallMs} ms`);
+      this.#hub.dropCongested(this.#name, this.#highWater, `did not read for ${this.#stallMs} ms`);
     }
-    clearTimeout(stallTimer);
-    while (held.length > 0) {
-      const next = held.shift() as { lines: Buffer[]; timestamp: number };
-      if (!deliver(next.lines, next.timestamp)) return pause();
-    }
-    pausedAt = null;
-    reader.resume();
-  };
-
-  return {
-    sink(lines: Buffer[], timestamp: number): void {
-      // A read already under way when the FIFO was paused: keep its lines in order.
-      if (pausedAt !== null) {
-        held.push({ lines, timestamp });
+    clearTimeout(this.#stallTimer);
+    while (this.#held.length > 0) {
+      const next = this.#held.shift() as { lines: Buffer[]; timestamp: number };
+      if (!this.#deliver(next.lines, next.timestamp)) {
+        this.#pause();
         return;
       }
-      if (!deliver(lines, timestamp)) pause();
-    },
-    attach(opened: ConsoleReader): void {
-      reader = opened;
-    },
-  };
+    }
+    this.#pausedAt = null;
+    this.#reader.resume();
+  }
 }

@@ -5,10 +5,13 @@
 export const READ_SIZE = 512;
 const TRUNCATED = Buffer.from(' [truncated]');
 const NEWLINE = 0x0a;
+/** The slack of every splitter that holds none: one per running unikernel would cost a Buffer
+ * and an ArrayBuffer each. Never written to (zero bytes). */
+const NO_SLACK = Buffer.alloc(0);
 
 export class LineSplitter {
   /** The unterminated tail of earlier reads, always shorter than READ_SIZE. */
-  #slack: Buffer = Buffer.alloc(0);
+  #slack: Buffer = NO_SLACK;
   /** After a cut, input is dropped up to and including the next newline. */
   #dropping = false;
 
@@ -48,7 +51,7 @@ export class LineSplitter {
         this.#slack.length === 0
           ? input.subarray(start, end)
           : Buffer.concat([this.#slack, input.subarray(start, end)]);
-      this.#slack = Buffer.alloc(0);
+      this.#slack = NO_SLACK;
       if (line.length > 0) lines.push(Buffer.from(line)); // copy: the chunk's memory is not kept
       start = end + 1;
       end = input.indexOf(NEWLINE, start);
@@ -57,7 +60,7 @@ export class LineSplitter {
     if (this.#slack.length + rest.length >= READ_SIZE) {
       const pending = Buffer.concat([this.#slack, rest]);
       lines.push(Buffer.concat([pending.subarray(0, READ_SIZE), TRUNCATED]));
-      this.#slack = Buffer.alloc(0);
+      this.#slack = NO_SLACK;
       this.#dropping = true;
     } else if (rest.length > 0) {
       this.#slack = Buffer.concat([this.#slack, rest]);

@@ -56,90 +56,121 @@ export function droppedMarker(bytes: number): Buffer {
 }
 
 export function heldConsoleReader(sink: LineSink): HeldConsoleReader {
-  let source: ConsoleSource | null = null;
-  let closed = false;
-  let paused = false;
-  let finish: () => void = () => undefined;
-  const done = new Promise<void>((resolve) => {
-    finish = resolve;
-  });
-  let splitter = new LineSplitter();
+  return new HeldReader(sink);
+}
+
+/**
+ * One per running unikernel, so its state is fields and its steps are methods: closures made per
+ * reader cost a function and a context each for every unikernel. `done` is made only when
+ * someone waits for it (at the tender's exit, mostly).
+ */
+class HeldReader implements HeldConsoleReader {
+  readonly #sink: LineSink;
+  #source: ConsoleSource | null = null;
+  #closed = false;
+  #paused = false;
+  #finished = false;
+  #done: Promise<void> | null = null;
+  #finish: (() => void) | null = null;
+  #splitter = new LineSplitter();
   /** The next offset due; everything before `handled` was given to the sink or counted. */
-  let expected = 0;
-  let handled = 0;
+  #expected = 0;
+  #handled = 0;
   /** Inside a line whose start was lost: bytes are skipped up to its newline. */
-  let skipping = false;
-  let dropped = 0;
+  #skipping = false;
+  #dropped = 0;
+
+  constructor(sink: LineSink) {
+    this.#sink = sink;
+  }
+
+  get done(): Promise<void> {
+    this.#done ??= this.#finished
+      ? Promise.resolve()
+      : new Promise<void>((resolve) => {
+          this.#finish = resolve;
+        });
+    return this.#done;
+  }
+
+  bind(bound: ConsoleSource, resume?: ResumeAt): void {
+    if (this.#source !== null || this.#closed) return;
+    this.#source = bound;
+    if (resume !== undefined) {
+      // The holder's oldest byte may be inside a line: the lines start after its newline.
+      this.#expected = resume.first;
+      this.#handled = resume.acked;
+      if (resume.first > resume.acked) this.#lose(resume.acked, resume.first);
+      this.#skipping = resume.first > 0;
+    }
+    if (this.#paused) bound.pause();
+    bound.onConsole((chunk) => this.#chunk(chunk));
+    void bound.exit.then(() => this.#ended());
+  }
+
+  start(): void {}
+
+  pause(): void {
+    this.#paused = true;
+    this.#source?.pause();
+  }
+
+  resume(): void {
+    this.#paused = false;
+    this.#source?.resume();
+  }
+
+  close(): void {
+    this.#closed = true;
+    this.#end();
+  }
 
   /** Bytes [from, to) will never become lines: count those not handled before. */
-  const lose = (from: number, to: number) => {
-    dropped += Math.max(0, to - Math.max(from, handled));
-    handled = Math.max(handled, to);
-  };
+  #lose(from: number, to: number): void {
+    this.#dropped += Math.max(0, to - Math.max(from, this.#handled));
+    this.#handled = Math.max(this.#handled, to);
+  }
 
-  const chunk = ({ offset, time, bytes }: ConsoleBytes) => {
-    if (closed) return;
+  #chunk({ offset, time, bytes }: ConsoleBytes): void {
+    if (this.#closed) return;
     let data = bytes;
     let at = offset;
-    if (at > expected) {
-      lose(expected - splitter.pending, at);
-      splitter = new LineSplitter();
-      skipping = true;
-    } else if (at < expected) {
-      data = data.subarray(Math.min(data.length, expected - at));
-      at = expected;
+    if (at > this.#expected) {
+      this.#lose(this.#expected - this.#splitter.pending, at);
+      this.#splitter = new LineSplitter();
+      this.#skipping = true;
+    } else if (at < this.#expected) {
+      data = data.subarray(Math.min(data.length, this.#expected - at));
+      at = this.#expected;
     }
-    expected = at + data.length;
-    if (skipping) {
+    this.#expected = at + data.length;
+    if (this.#skipping) {
       const newline = data.indexOf(NEWLINE);
       const skip = newline < 0 ? data.length : newline + 1;
-      lose(at, at + skip);
+      this.#lose(at, at + skip);
       data = data.subarray(skip);
-      skipping = newline < 0;
+      this.#skipping = newline < 0;
     }
-    const lines = skipping ? [] : splitter.push(data);
+    const lines = this.#skipping ? [] : this.#splitter.push(data);
     // One marker for everything lost since the last line, just before the next one.
-    if (dropped > 0 && lines.length > 0) {
-      lines.unshift(droppedMarker(dropped));
-      dropped = 0;
+    if (this.#dropped > 0 && lines.length > 0) {
+      lines.unshift(droppedMarker(this.#dropped));
+      this.#dropped = 0;
     }
-    if (lines.length > 0) sink(lines, time);
-    handled = Math.max(handled, expected - splitter.pending);
-    source?.ack(handled);
-  };
+    if (lines.length > 0) this.#sink(lines, time);
+    this.#handled = Math.max(this.#handled, this.#expected - this.#splitter.pending);
+    this.#source?.ack(this.#handled);
+  }
 
-  return {
-    done,
-    bind(bound, resume) {
-      if (source !== null || closed) return;
-      source = bound;
-      if (resume !== undefined) {
-        // The holder's oldest byte may be inside a line: the lines start after its newline.
-        expected = resume.first;
-        handled = resume.acked;
-        if (resume.first > resume.acked) lose(resume.acked, resume.first);
-        skipping = resume.first > 0;
-      }
-      if (paused) bound.pause();
-      bound.onConsole(chunk);
-      void bound.exit.then(() => {
-        if (!closed && dropped > 0) sink([droppedMarker(dropped)], Date.now());
-        closed = true;
-        finish();
-      });
-    },
-    start() {},
-    pause() {
-      paused = true;
-      source?.pause();
-    },
-    resume() {
-      paused = false;
-      source?.resume();
-    },
-    close() {
-      closed = true;
-      finish();
-    },
-  };
+  /** The tender exited and every byte was delivered. */
+  #ended(): void {
+    if (!this.#closed && this.#dropped > 0) this.#sink([droppedMarker(this.#dropped)], Date.now());
+    this.#closed = true;
+    this.#end();
+  }
+
+  #end(): void {
+    this.#finished = true;
+    this.#finish?.();
+  }
 }
