@@ -4,7 +4,7 @@
 
 import { defaultCommandEnv } from '../host/command.js';
 import { ioError } from '../host/files.js';
-import type { HeldChild, HeldChildInfo, Holder } from '../host/holder.js';
+import type { HeldChild, HeldChildInfo, HeldExit, Holder } from '../host/holder.js';
 import {
   type PidRecord,
   type PidRecordError,
@@ -88,73 +88,87 @@ function dropRecord(record: PidRecord): void {
 const ORPHAN_GRACE_MS = 2_000;
 
 /**
- * Wraps a held child as a tender: exit, shutdown (record dropped), stop with escalation. When
- * the holder is lost the exit waits until the process is really gone (its parent-death
- * signal, or SIGKILL from here), so nobody starts the unikernel again while it still runs.
+ * A held child as a tender: exit, shutdown (record dropped), stop with escalation. When the
+ * holder is lost the exit waits until the process is really gone (its parent-death signal, or
+ * SIGKILL from here), so nobody starts the unikernel again while it still runs. One per running
+ * unikernel, so its state is fields and its steps are methods: an object of closures and
+ * getters cost a function and a context per step, and V8 kept it as a dictionary.
  */
-function tenderOf(
-  child: HeldChild,
-  startTime: string | null,
-  startedAt: Date,
-  console: boolean,
-  getRecord: () => PidRecord | null,
-): TenderProcess {
-  let sentSignal: TenderExit['sentSignal'] = null;
-  let exited = false;
-  const exit = child.exit.then(async (status): Promise<TenderExit> => {
-    if (status.holderLost && startTime !== null) {
-      await stopRecordedProcess({ pid: child.pid, startTime }, { term: false, graceMs: ORPHAN_GRACE_MS });
-    }
-    exited = true;
+class HeldTender implements TenderProcess {
+  readonly pid: number;
+  readonly console: HeldChild | null;
+  readonly shutdown: Promise<TenderExit>;
+  /** Set by spawnTender once written, before any exit can be handled. */
+  record: PidRecord | null;
+  readonly #child: HeldChild;
+  #sentSignal: TenderExit['sentSignal'] = null;
+  #exited = false;
+  #stopping: Promise<TenderExit> | null = null;
+
+  constructor(
+    child: HeldChild,
+    readonly startTime: string | null,
+    readonly startedAt: Date,
+    console: boolean,
+    record: PidRecord | null,
+  ) {
+    this.pid = child.pid;
+    this.console = console ? child : null;
+    this.record = record;
+    this.#child = child;
+    this.shutdown = child.exit.then((status) =>
+      status.holderLost && startTime !== null
+        ? stopRecordedProcess({ pid: child.pid, startTime }, { term: false, graceMs: ORPHAN_GRACE_MS }).then(
+            () => this.#ended(status),
+          )
+        : this.#ended(status),
+    );
+  }
+
+  get exited(): boolean {
+    return this.#exited;
+  }
+
+  stop(graceMs: number): Promise<TenderExit> {
+    this.#stopping ??= this.#stop(graceMs);
+    return this.#stopping;
+  }
+
+  forget(): void {
+    this.#child.forget();
+  }
+
+  /** The process is gone: its record is dropped (while it still names this process). */
+  #ended(status: HeldExit): TenderExit {
+    this.#exited = true;
+    if (this.record !== null) dropRecord(this.record);
     return {
       code: status.code,
       signal: status.signal,
-      sentSignal,
+      sentSignal: this.#sentSignal,
       ...(status.holderLost ? { holderLost: true } : {}),
     };
-  });
-  const shutdown = exit.then((status) => {
-    const record = getRecord();
-    if (record !== null) dropRecord(record);
-    return status;
-  });
-  let stopping: Promise<TenderExit> | null = null;
-  const send = (signal: 'SIGTERM' | 'SIGKILL'): void => {
-    if (exited) return;
-    sentSignal = signal;
-    child.kill(signal);
-  };
-  const stop = (graceMs: number): Promise<TenderExit> => {
-    stopping ??= (async () => {
-      send('SIGTERM');
-      let timer: NodeJS.Timeout | undefined;
-      const finished = await Promise.race([
-        exit.then(() => true),
-        new Promise<boolean>((resolve) => {
-          timer = setTimeout(resolve, graceMs, false);
-        }),
-      ]);
-      clearTimeout(timer);
-      if (!finished) send('SIGKILL');
-      return shutdown;
-    })();
-    return stopping;
-  };
-  return {
-    pid: child.pid,
-    startTime,
-    startedAt,
-    get record() {
-      return getRecord();
-    },
-    console: console ? child : null,
-    shutdown,
-    get exited() {
-      return exited;
-    },
-    stop,
-    forget: () => child.forget(),
-  };
+  }
+
+  #send(signal: 'SIGTERM' | 'SIGKILL'): void {
+    if (this.#exited) return;
+    this.#sentSignal = signal;
+    this.#child.kill(signal);
+  }
+
+  async #stop(graceMs: number): Promise<TenderExit> {
+    this.#send('SIGTERM');
+    let timer: NodeJS.Timeout | undefined;
+    const finished = await Promise.race([
+      this.shutdown.then(() => true),
+      new Promise<boolean>((resolve) => {
+        timer = setTimeout(resolve, graceMs, false);
+      }),
+    ]);
+    clearTimeout(timer);
+    if (!finished) this.#send('SIGKILL');
+    return this.shutdown;
+  }
 }
 
 /**
@@ -190,14 +204,13 @@ export async function spawnTender(options: SpawnOptions): Promise<Result<TenderP
     return err('E_TENDER_SPAWN', `could not start ${program}: ${reason}`, { program });
   }
   const child = spawned.value;
-  let record: PidRecord | null = null;
   const startTime = processStartTime(child.pid);
-  const tender = tenderOf(
+  const tender = new HeldTender(
     child,
     startTime.ok ? startTime.value : null,
     startedAt,
     'fifo' in target,
-    () => record,
+    null,
   );
   // The record is written synchronously below, before any exit can be handled, so shutdown
   // (which drops it) always sees it: once shutdown resolves no record of this process is left.
@@ -215,7 +228,7 @@ export async function spawnTender(options: SpawnOptions): Promise<Result<TenderP
       child.forget();
       return written;
     }
-    record = written.value.value;
+    tender.record = written.value.value;
   }
   return ok(tender);
 }
@@ -232,6 +245,6 @@ export async function adoptTender(
 ): Promise<{ tender: TenderProcess; console: { first: number; acked: number } } | null> {
   const watched = await holder.watch(info.pid);
   if (watched === null) return null;
-  const tender = tenderOf(watched.child, record?.startTime ?? null, info.startedAt, true, () => record);
+  const tender = new HeldTender(watched.child, record?.startTime ?? null, info.startedAt, true, record);
   return { tender, console: watched.console };
 }
