@@ -130,13 +130,36 @@ function changedNothing(type: Command['type'], response: EngineResponse): boolea
 export const text = (t: string): EngineResponse => reply({ type: 'string', text: t });
 export const failure = (message: string): EngineResponse => ({ kind: 'failure', message });
 
-/** A tender run the engine supervises, with the promise its stoppers and exit handler share. */
-interface Supervised {
-  readonly vm: RunningVm;
+/**
+ * A tender run the engine supervises, with the promise its stoppers and exit handler share. One
+ * per running unikernel: the promise is made only when someone waits for it (destroy, restart,
+ * the canary), not for every unikernel that runs.
+ */
+class Supervised {
+  #exit: TenderExit | null = null;
+  #shutdown: Promise<TenderExit> | null = null;
+  #resolve: ((exit: TenderExit) => void) | null = null;
+
+  constructor(
+    readonly vm: RunningVm,
+    public history: RestartHistory,
+  ) {}
+
   /** Resolves once the tender exited and its tap, FIFO and image are released. */
-  readonly shutdown: Promise<TenderExit>;
-  readonly released: (exit: TenderExit) => void;
-  history: RestartHistory;
+  get shutdown(): Promise<TenderExit> {
+    this.#shutdown ??=
+      this.#exit === null
+        ? new Promise<TenderExit>((resolve) => {
+            this.#resolve = resolve;
+          })
+        : Promise.resolve(this.#exit);
+    return this.#shutdown;
+  }
+
+  released(exit: TenderExit): void {
+    this.#exit ??= exit;
+    this.#resolve?.(this.#exit);
+  }
 }
 
 interface PendingRestart {
@@ -574,11 +597,7 @@ export class Engine {
   }
 
   #supervise(vm: RunningVm, history: RestartHistory = NO_HISTORY): Supervised {
-    let released: (exit: TenderExit) => void = () => undefined;
-    const shutdown = new Promise<TenderExit>((resolve) => {
-      released = resolve;
-    });
-    const supervised: Supervised = { vm, shutdown, released, history };
+    const supervised = new Supervised(vm, history);
     this.#running.set(vmKey(vm.name), supervised);
     void vm.tender.shutdown.then((exit) => {
       if (vm.state === 'running') void this.#serial(() => this.#exited(supervised, exit));
