@@ -18,6 +18,7 @@ import PQueue from 'p-queue';
 import type { Logger } from 'pino';
 import { consoleFeed } from '../console/feed.js';
 import type { ConsoleHub } from '../console/hub.js';
+import { QuietCollector } from '../host/garbage.js';
 import type { ImageRef, StagedImage } from '../host/images.js';
 import { err, ok, type PetrelError, type Result } from '../resources/errors.js';
 import { type Name, type Path, pathName, printName, printPath } from '../resources/name.js';
@@ -190,6 +191,8 @@ export class Engine {
   readonly #blocks: BlockCommands;
   readonly #book: StateBook;
   readonly #users = new ImageUsers();
+  /** One collection once the queue has been quiet after work (see src/host/garbage.ts). */
+  readonly #quiet = new QuietCollector();
   #treeValue: T.Tree = T.emptyTree;
   readonly #onTreeChange: ((tree: T.Tree) => void) | undefined;
   readonly #running = new Map<string, Supervised>();
@@ -289,6 +292,7 @@ export class Engine {
         return await task();
       } finally {
         await this.#sweep();
+        if (!this.#shuttingDown) this.#quiet.worked();
       }
     });
   }
@@ -1102,6 +1106,7 @@ export class Engine {
    */
   shutdown(options: { readonly keepGuests?: boolean } = {}): Promise<void> {
     this.#shuttingDown = true;
+    this.#quiet.close();
     for (const key of [...this.#pending.keys()]) {
       const pending = this.#pending.get(key);
       if (pending !== undefined) clearTimeout(pending.timer);
