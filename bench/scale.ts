@@ -1,17 +1,18 @@
 // Benchmark: petreld with 1,000 running unikernels (issue 13, item 6). Two real petreld
 // processes side by side, each in a network namespace of its own, spt runtime (real guests:
 // the spt canary in `wait` mode under the bundled petrel-spt, no KVM needed):
-//   idle   keeps no unikernel;
+//   idle   keeps no unikernel (the control);
 //   busy   is filled to BENCH_SCALE_VMS (1,000) running canaries.
-// Figures: busy's RSS (/proc/<pid>/smaps_rollup) idle and with all of them running, each read
-// after the same quiet period (target: growth ≤ 20 MiB); the create rate on idle (none running)
-// and on busy (all running), in alternating batches of BENCH_SCALE_BATCH sequential creates
-// over the local socket, each batch destroyed again after it is timed, so both daemons see the
-// same load (target: busy ≥ 0.9 × idle, medians); `info` of all on busy, from connect to the
-// last byte (target ≤ 50 ms, median); petreld's CPU time per create beside the rates (the
-// machine's load disturbs wall time far more). The fill itself prints its rate per tenth. The
-// idle daemon's RSS before and after the same batches is the control: what creates cost a
-// daemon whatever runs.
+// Figures: busy's RSS (/proc/<pid>/smaps_rollup) with none running and with all running, each
+// read after the same quiet period, BENCH_SCALE_SETTLE_MS (60 s: petreld collects once when
+// quiet, src/host/garbage.ts), and right after the work too (target: growth ≤ 20 MiB); the
+// create rate on idle (none running) and on busy (all running), in alternating batches of
+// BENCH_SCALE_BATCH sequential creates over the local socket, each batch destroyed again after
+// it is timed, so that both daemons see the same load (target: busy ≥ 0.9 × idle, medians),
+// with petreld's CPU time per create beside it (the machine's load disturbs wall time far
+// more); `info` of all on busy, from connect to the last byte (target ≤ 50 ms, median). The
+// fill prints its rate per tenth; the control's RSS before and after the same batches is what
+// the creates cost a daemon whatever runs.
 // Open files: petreld's holder keeps each tender's console FIFO open; the bench raises its own
 // limit (inherited by the daemons and their holders) with prlimit(1) as far as it may, and says so.
 // BENCH_SCALE_HEAPSNAPSHOTS=DIR: each daemon writes a V8 heap snapshot into DIR on SIGUSR1
@@ -196,12 +197,17 @@ try {
   nodes.push(busy);
   console.log(`petreld ×2 (${PETRELD}), runtimes spt, guests real (petrel-spt, canary wait); ${limits}`);
 
+  const rss = (label: string, node: Node) => {
+    const { rss: total, anon } = resident(node.daemon.pid);
+    console.log(
+      `${node.label}, ${label}: RSS ${total.toFixed(1)} MiB (anonymous ${anon.toFixed(1)})  [load average ${load()}]`,
+    );
+    return total;
+  };
   await sleep(SETTLE_MS);
-  const idleRss = resident(busy.daemon.pid);
-  const idleControl = resident(idle.daemon.pid);
-  console.log(
-    `busy, idle: RSS ${idleRss.rss.toFixed(1)} MiB (anonymous ${idleRss.anon.toFixed(1)})  [load average ${load()}]`,
-  );
+  const idleBusy = rss('none running', busy);
+  const idleIdle = rss('none running', idle);
+
   await snapshot(busy, 'idle');
 
   const tenth = Math.max(1, Math.round(VMS / 10));
@@ -243,19 +249,13 @@ try {
     `info of all ${VMS}: median ${median(infos).toFixed(1)} ms, max ${Math.max(...infos).toFixed(1)} ms (target ≤ 50)  [load average ${load()}]`,
   );
 
-  const atOnce = resident(busy.daemon.pid);
-  console.log(
-    `busy, ${VMS} running, at once: RSS ${atOnce.rss.toFixed(1)} MiB (anonymous ${atOnce.anon.toFixed(1)})`,
-  );
+  rss(`${VMS} running, at once`, busy);
   await sleep(SETTLE_MS);
-  const fullRss = resident(busy.daemon.pid);
-  const control = resident(idle.daemon.pid);
+  const fullBusy = rss(`${VMS} running`, busy);
+  const endIdle = rss('none running, after the same batches (control)', idle);
+  const growth = fullBusy - idleBusy;
   console.log(
-    `idle (control), after the same batches: RSS ${idleControl.rss.toFixed(1)} → ${control.rss.toFixed(1)} MiB (anonymous ${idleControl.anon.toFixed(1)} → ${control.anon.toFixed(1)})`,
-  );
-  const growth = fullRss.rss - idleRss.rss;
-  console.log(
-    `busy, ${VMS} running: RSS ${fullRss.rss.toFixed(1)} MiB (anonymous ${fullRss.anon.toFixed(1)}): growth ${growth.toFixed(1)} MiB, ${((growth * 1024) / VMS).toFixed(1)} KiB per unikernel (target ≤ 20 MiB)  [load average ${load()}]`,
+    `busy, none → ${VMS} running: RSS growth ${growth.toFixed(1)} MiB, ${((growth * 1024) / VMS).toFixed(1)} KiB per unikernel (target ≤ 20 MiB); the control grew ${(endIdle - idleIdle).toFixed(1)} MiB meanwhile`,
   );
   const holder = holderPid(busy.runDir);
   console.log(
