@@ -37,7 +37,7 @@ import {
 import type { NetOptions } from '../host/ip.js';
 import { blockDir, blockPath, fifoDir, pidRecordPath } from '../host/paths.js';
 import { readPidRecords, removePidRecord, stopRecordedProcess } from '../host/pidrecord.js';
-import { createTap, listOwnedTaps, removeTap } from '../host/tap.js';
+import { listOwnedTaps, removeTap, TapNames } from '../host/tap.js';
 import type { Undoable } from '../host/undo.js';
 import { err, ok, type PetrelError, type Result } from '../resources/errors.js';
 import { type Name, parseName, printName } from '../resources/name.js';
@@ -175,6 +175,8 @@ export function createHost(options: HostOptions): EngineHost {
       : { prefix: options.tapPrefix, netns: options.netns };
   const versions = new TenderVersionCache();
   const fifos = new FifoPool(options.runDir);
+  // Its own taps, so that a create names one without listing every interface of the host.
+  const tapNames = new TapNames(net);
   const lookups = new Map<string, { path: string; at: number }>();
   const stateFile = (which: keyof typeof STATE_FILES) => path.join(options.stateDir, STATE_FILES[which]);
   const stageLimits = { maxBytes: options.maxImageBytes ?? DEFAULT_MAX_IMAGE, maxInflated: MAX_INFLATED };
@@ -254,7 +256,7 @@ export function createHost(options: HostOptions): EngineHost {
     linkImage: (name, digest) => linkImage(options.runDir, options.stateDir, name, digest),
     cleanStore: (referenced) => cleanStore(options.stateDir, referenced),
     makeFifo: (name) => makeFifo(options.runDir, name, fifos.create),
-    createTap: (bridge) => createTap(bridge, net),
+    createTap: (bridge) => tapNames.create(bridge),
     async removeImageLink(file) {
       try {
         await unlinkIfPresent(file);
@@ -264,7 +266,7 @@ export function createHost(options: HostOptions): EngineHost {
       }
     },
     removeFifo: (file) => removeFifoAt(file),
-    removeTap: (tap) => removeTap(tap, net),
+    removeTap: (tap) => tapNames.remove(tap),
 
     blockPath: (name) => blockPath(options.stateDir, name),
     createBlock: (name, sizeMiB) => createBlockFile(options.stateDir, name, sizeMiB),
@@ -324,6 +326,7 @@ export function createHost(options: HostOptions): EngineHost {
       const ownedRecords = new Set(owned.names.flatMap((n) => paths(pidRecordPath(options.runDir, n))));
       const ownedFiles = new Set(owned.files);
       const ownedTaps = new Set(owned.taps);
+      tapNames.hold(ownedTaps);
       const records = readPidRecords(options.runDir);
       if (!records.ok) return records;
       for (const record of records.value.records) {

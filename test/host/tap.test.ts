@@ -1,31 +1,54 @@
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { checkBridges, listBridges } from '../../src/host/bridges.js';
 import { listLinks } from '../../src/host/ip.js';
-import { createTap, listOwnedTaps, lowestFreeTap, removeTap } from '../../src/host/tap.js';
+import {
+  createTap,
+  listOwnedTaps,
+  lowestFreeTap,
+  removeTap,
+  TapNames,
+  tapNumber,
+} from '../../src/host/tap.js';
 import { failure, value } from './helpers.js';
+
+/** `taken` for lowestFreeTap from interface names, as a listing would give them. */
+const names =
+  (prefix: string, list: string[]) =>
+  (n: number): boolean =>
+    list.includes(`${prefix}${n}`);
 
 describe('tap numbering (pure)', () => {
   it('takes the lowest number not used by any interface', () => {
-    expect(value(lowestFreeTap('ptap', []))).toBe('ptap0');
-    expect(value(lowestFreeTap('ptap', ['ptap0', 'ptap1', 'ptap3']))).toBe('ptap2');
-    expect(value(lowestFreeTap('ptap', ['ptap1', 'eth0']))).toBe('ptap0');
+    expect(value(lowestFreeTap('ptap', names('ptap', []))).name).toBe('ptap0');
+    expect(value(lowestFreeTap('ptap', names('ptap', ['ptap0', 'ptap1', 'ptap3']))).name).toBe('ptap2');
+    expect(value(lowestFreeTap('ptap', names('ptap', ['ptap1', 'eth0'])))).toEqual({ name: 'ptap0', n: 0 });
+    // From a number below which everything is taken.
+    expect(value(lowestFreeTap('ptap', names('ptap', ['ptap0', 'ptap1', 'ptap3']), 2)).name).toBe('ptap2');
   });
 
   it('stays within 15 bytes and says when the names run out', () => {
     const prefix = 'abcdefghijklmn'; // 14 bytes: only one digit fits
     const used = Array.from({ length: 10 }, (_, i) => `${prefix}${i}`);
-    expect(failure(lowestFreeTap(prefix, used)).code).toBe('E_HOST_TAP_EXHAUSTED');
+    expect(failure(lowestFreeTap(prefix, names(prefix, used))).code).toBe('E_HOST_TAP_EXHAUSTED');
   });
 
   it('refuses an empty prefix, one ending in a digit, and one too long for a number', () => {
     for (const prefix of ['', 'ptap1', 'abcdefghijklmno', 'p/tap', 'p tap']) {
-      expect(failure(lowestFreeTap(prefix, [])).code).toBe('E_HOST_TAP_PREFIX');
+      expect(failure(lowestFreeTap(prefix, () => false)).code).toBe('E_HOST_TAP_PREFIX');
     }
+  });
+
+  it('reads the number of a tap name only when it is written as the number', () => {
+    expect(tapNumber('ptap', 'ptap12')).toBe(12);
+    expect(tapNumber('ptap', 'ptap0')).toBe(0);
+    expect(tapNumber('ptap', 'ptap01')).toBeNull();
+    expect(tapNumber('ptap', 'xtap1')).toBeNull();
+    expect(tapNumber('ptap', 'ptap')).toBeNull();
   });
 });
 
@@ -102,22 +125,73 @@ describe.skipIf(!isRoot)('taps in a network namespace', () => {
     expect(value(await listOwnedTaps({ netns }))).toEqual([]);
   });
 
-  it('when another creator takes the name first, fails and leaves their tap alone', async () => {
-    // An `ip` that lets "someone else" create ptap0 between Petrel's listing and its batch.
+  it('when another creator takes the name first, takes the next free one and leaves theirs alone', async () => {
+    // An `ip` that lets "someone else" create ptap0 just before each of Petrel's batches.
     const dir = mkdtempSync(path.join(tmpdir(), 'petrel-ip-'));
     const racingIp = path.join(dir, 'ip');
     writeFileSync(
       racingIp,
-      '#!/bin/sh\ncase "$*" in *-batch*) ip "$1" "$2" tuntap add dev ptap0 mode tap ;; esac\nexec ip "$@"\n',
+      '#!/bin/sh\ncase "$*" in *-batch*) ip "$1" "$2" tuntap add dev ptap0 mode tap 2>/dev/null ;; esac\nexec ip "$@"\n',
       { mode: 0o755 },
     );
     try {
-      const error = failure(await createTap('br0', { netns, ipCommand: racingIp }));
-      expect(error.message).toMatch(/failed: ioctl\(TUNSETIFF\): Device or resource busy/u);
-      expect(value(await listOwnedTaps({ netns }))).toEqual(['ptap0']);
+      const tap = value(await createTap('br0', { netns, ipCommand: racingIp }));
+      expect(tap.value).toBe('ptap1');
+      expect(value(await listOwnedTaps({ netns }))).toEqual(['ptap0', 'ptap1']);
+      const link = value(await listLinks([], { netns })).find((l) => l.name === 'ptap0');
+      expect(link?.master).toBeNull();
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
+  });
+
+  it("a daemon's tap names: lowest free among its own, without listing, reused once removed", async () => {
+    // An `ip` that records every command line: a listing is `-d -j link show`.
+    const dir = mkdtempSync(path.join(tmpdir(), 'petrel-ip-'));
+    const log = path.join(dir, 'log');
+    const countingIp = path.join(dir, 'ip');
+    writeFileSync(countingIp, `#!/bin/sh\necho "$*" >> ${log}\nexec ip "$@"\n`, { mode: 0o755 });
+    const listings = () =>
+      (existsSync(log) ? readFileSync(log, 'utf8') : '').split('\n').filter((l) => l.includes('link show'))
+        .length;
+    try {
+      const taps = new TapNames({ netns, ipCommand: countingIp });
+      const made = [];
+      for (let i = 0; i < 5; i++) made.push(value(await taps.create(i % 2 === 0 ? 'br0' : 'br1')));
+      expect(made.map((t) => t.value)).toEqual(['ptap0', 'ptap1', 'ptap2', 'ptap3', 'ptap4']);
+      expect(listings()).toBe(0);
+      await made[1]?.undo();
+      value(await taps.remove('ptap3'));
+      expect(value(await taps.create('br0')).value).toBe('ptap1');
+      expect(value(await taps.create('br0')).value).toBe('ptap3');
+      expect(value(await taps.create('br0')).value).toBe('ptap5');
+      expect(listings()).toBe(0);
+      // Someone else's interfaces with tap names: found by one listing, then skipped.
+      ip('link', 'add', 'ptap6', 'type', 'veth', 'peer', 'name', 'peer6');
+      ip('tuntap', 'add', 'dev', 'ptap7', 'mode', 'tap');
+      expect(value(await taps.create('br0')).value).toBe('ptap8');
+      expect(listings()).toBe(1);
+      expect(value(await taps.create('br0')).value).toBe('ptap9');
+      expect(listings()).toBe(1);
+      const attached = value(await listLinks([], { netns })).filter(
+        (l) => l.master === 'br0' || l.master === 'br1',
+      );
+      expect(attached.map((l) => l.name).sort()).toEqual(
+        ['ptap0', 'ptap1', 'ptap2', 'ptap3', 'ptap4', 'ptap5', 'ptap8', 'ptap9'].sort(),
+      );
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("a daemon's tap names skip the taps it holds from before (adopted at start-up)", async () => {
+    ip('tuntap', 'add', 'dev', 'ptap0', 'mode', 'tap');
+    ip('tuntap', 'add', 'dev', 'ptap1', 'mode', 'tap');
+    const taps = new TapNames({ netns });
+    taps.hold(['ptap0', 'ptap1', 'eth0']);
+    expect(value(await taps.create('br0')).value).toBe('ptap2');
+    value(await taps.remove('ptap0'));
+    expect(value(await taps.create('br0')).value).toBe('ptap0');
   });
 
   it('removes a tap idempotently, and never an interface of another kind', async () => {
