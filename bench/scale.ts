@@ -2,7 +2,8 @@
 // processes side by side, each in a network namespace of its own, spt runtime (real guests:
 // the spt canary in `wait` mode under the bundled petrel-spt, no KVM needed):
 //   idle   keeps no unikernel (the control);
-//   busy   is filled to BENCH_SCALE_VMS (1,000) running canaries.
+//   busy   is filled to BENCH_SCALE_VMS (1,000) running canaries,
+// each with a network interface on a bridge, so a tap each (BENCH_SCALE_NET=0: none).
 // Figures: busy's RSS (/proc/<pid>/smaps_rollup) with none running and with all running, each
 // read after the same quiet period, BENCH_SCALE_SETTLE_MS (60 s: petreld collects once when
 // quiet, src/host/garbage.ts), and right after the work too (target: growth ≤ 20 MiB); the
@@ -27,7 +28,7 @@ import { loadavg, tmpdir } from 'node:os';
 import path from 'node:path';
 import { request, said } from '../test/daemon/client.js';
 import { type DaemonProcess, launchDaemon } from '../test/daemon/process.js';
-import { repo, sptCanary } from '../test/engine/guest.js';
+import { repo, sptCanary, sptCanaryNet } from '../test/engine/guest.js';
 import { canaryConfig, createCommand, makeNetns } from '../test/engine/harness.js';
 
 const VMS = Number(process.env.BENCH_SCALE_VMS ?? 1000);
@@ -101,6 +102,18 @@ interface Node {
 
 async function startNode(dir: string, label: string): Promise<Node> {
   const netns = makeNetns();
+  // No IPv6 on the bridge and taps: each new tap's link-local announcements would otherwise
+  // reach every other tap, and a `wait` canary with a packet pending spins instead of sleeping.
+  spawnSync('ip', [
+    'netns',
+    'exec',
+    netns.name,
+    'sysctl',
+    '-q',
+    '-w',
+    'net.ipv6.conf.all.disable_ipv6=1',
+    'net.ipv6.conf.default.disable_ipv6=1',
+  ]);
   const runDir = path.join(dir, label, 'run');
   const flags = ['--state-dir', path.join(dir, label, 'state'), '--run-dir', runDir];
   flags.push('--runtimes', 'spt', '--log-level', 'info', '--stop-timeout', '5s');
@@ -127,7 +140,13 @@ async function startNode(dir: string, label: string): Promise<Node> {
   }
 }
 
-const config = await canaryConfig(sptCanary, ['wait', 'scale']);
+/** Each canary with a network interface on a bridge (a tap each, as real unikernels have). */
+const NET = process.env.BENCH_SCALE_NET !== '0';
+const config = NET
+  ? await canaryConfig(sptCanaryNet, ['wait', 'scale'], {
+      bridges: [{ netif: 'service', bridge: 'br0', mac: null }],
+    })
+  : await canaryConfig(sptCanary, ['wait', 'scale']);
 
 async function create(node: Node, vm: string): Promise<void> {
   const replies = await request(node.socket, vm, createCommand(config));
@@ -195,7 +214,9 @@ try {
   nodes.push(idle);
   const busy = await startNode(dir, 'busy');
   nodes.push(busy);
-  console.log(`petreld ×2 (${PETRELD}), runtimes spt, guests real (petrel-spt, canary wait); ${limits}`);
+  console.log(
+    `petreld ×2 (${PETRELD}), runtimes spt, guests real (petrel-spt, canary wait${NET ? ', a tap each on br0' : ''}); ${limits}`,
+  );
 
   const rss = (label: string, node: Node) => {
     const { rss: total, anon } = resident(node.daemon.pid);
