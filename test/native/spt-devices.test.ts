@@ -10,11 +10,18 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectFrameEchoed, expectFrameSent } from './frames.js';
 import { blkPattern, fnv1a } from './layout.js';
-import { type Outcome, type Running, runSync, start } from './native.js';
+import { type Outcome, type Running, runSync, start, tapPeer } from './native.js';
 import { canMakeNetns, createNetns, type Netns } from './netns.js';
 import { requireSptBuilt, runBoth, solo5Spt, spt, sptCanaryBlk, sptCanaryNet } from './spt.js';
 
 const GUEST_MAC = '02:00:00:00:00:12';
+
+/** User and system CPU time a process has used (ms), from /proc/<pid>/stat. */
+function cpuMs(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'latin1');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
+}
 const PEER_MAC = '02:00:00:00:00:11';
 
 let dir: string;
@@ -109,6 +116,23 @@ describe.skipIf(!canMakeNetns)('frames through the bridge', () => {
       process.kill(guest.pid, 'SIGTERM');
       expect(await guest.exited).toMatchObject({ status: null, signal: 'SIGTERM' });
     }
+  });
+
+  it('a waiting guest reads and drops frames it has no use for, instead of spinning', async () => {
+    const guest = startIn(spt, ['--net:service=guest0', '--mem=2', sptCanaryNet, 'wait', 'idle']);
+    await guest.waitFor('petrel-canary idle');
+    // Frames keep arriving on the guest's tap for a second (no echo comes back: exit 2).
+    const frameHex = `ffffffffffff${PEER_MAC.replaceAll(':', '')}88b5${'00'.repeat(46)}`;
+    const peer = startIn(tapPeer, ['peer0', 'xchg', frameHex, '88b5', GUEST_MAC, '1000']);
+    expect((await peer.exited).status).toBe(2);
+    // A tap holding an unread frame stays readable: a guest that does not read it spins at
+    // 100 % of a core. One that reads it sleeps until its next tick.
+    const before = cpuMs(guest.pid);
+    const started = performance.now();
+    await new Promise((r) => setTimeout(r, 1000));
+    const busy = (cpuMs(guest.pid) - before) / (performance.now() - started);
+    expect(busy).toBeLessThan(0.2);
+    guest.stop();
   });
 
   it('a tap that does not exist: solo5\'s attach error, then "Invalid option"', () => {
