@@ -9,6 +9,7 @@ import { ConsoleHub } from '../console/hub.js';
 import { Engine } from '../engine/engine.js';
 import { createHost } from '../engine/host.js';
 import type { FleetReporter } from '../fleet/reporter.js';
+import { loadAllocator } from '../host/allocator.js';
 import { writeFileAtomic } from '../host/files.js';
 import { bundledNativePath } from '../host/native.js';
 import { lockStateDir, type StateLock } from '../host/statelock.js';
@@ -149,6 +150,9 @@ export function createDaemon(options: DaemonOptions): Daemon {
 
   async function start(): Promise<Result<StartReport, PetrelError>> {
     const began = performance.now();
+    const allocator = loadAllocator();
+    if (allocator !== null)
+      log.warn({ detail: allocator }, 'memory freed after transfers stays with petreld');
     const probe = options.probe ?? probeHost;
     const report = await probe(
       probeOptions(config, options.netns === undefined ? {} : { netns: options.netns }),

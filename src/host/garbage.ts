@@ -6,16 +6,25 @@
 // young-generation one left more behind (buffers that lived through one collection while they
 // waited for a socket or a disk are old by then). It costs a few milliseconds per COLLECT_EVERY.
 // And once petreld goes quiet after work, one collection gives back the young generation the
-// work grew (QuietCollector).
+// work grew (QuietCollector). After each of these collections, malloc's free pages go back to
+// the kernel too (allocator.ts): the buffers a collection frees were malloc's, and glibc keeps
+// freed memory inside its heap for reuse.
 
 import v8 from 'node:v8';
 import vm from 'node:vm';
+import { trimAllocator } from './allocator.js';
 
 /** Bytes moved between two collections. */
 export const COLLECT_EVERY = 2 * 1024 * 1024;
 
 type Collect = (options: { type: 'major' }) => void;
 let collect: Collect | null = null;
+
+/** A full collection, then what it freed goes back to the kernel. */
+function collectAndRelease(): void {
+  collector()({ type: 'major' });
+  trimAllocator();
+}
 
 function collector(): Collect {
   if (collect === null) {
@@ -31,14 +40,38 @@ function collector(): Collect {
   return collect;
 }
 
-/** Counts the bytes of one transfer and collects garbage every COLLECT_EVERY of them. */
+/**
+ * The collections of one transfer. Buffers that arrive one after another (socket chunks, pieces
+ * an inflater makes, chunks read from a file) are garbage as soon as they are passed on: every
+ * COLLECT_EVERY of them, a collection frees them. An image that came whole in its frame is
+ * garbage only once the command lets go of the frame: collecting while it is still referenced
+ * frees nothing (and each full collection costs more as petreld holds more unikernels), so that
+ * transfer counts nothing as it goes and ends with one collection soon after.
+ */
 export class TransferCollector {
+  readonly #collect: () => void;
   #since = 0;
+
+  constructor(collect: () => void = collectAndRelease) {
+    this.#collect = collect;
+  }
+
+  /** `bytes` more arrived in buffers of their own and were passed on. */
   moved(bytes: number): void {
     this.#since += bytes;
     if (this.#since < COLLECT_EVERY) return;
     this.#since = 0;
-    collector()({ type: 'major' });
+    this.#collect();
+  }
+
+  /**
+   * The transfer is over; `held` is the size of the buffer it came in whole, if it did. When that
+   * is COLLECT_EVERY or more, one collection runs once the current callbacks have returned, by
+   * which time the caller has let go of it.
+   */
+  finished(held = 0): void {
+    if (held < COLLECT_EVERY) return;
+    setImmediate(this.#collect);
   }
 }
 
@@ -59,7 +92,7 @@ export class QuietCollector {
   readonly #collect: () => void;
   #timer: NodeJS.Timeout | null = null;
 
-  constructor(quietMs = QUIET_MS, collect: () => void = () => collector()({ type: 'major' })) {
+  constructor(quietMs = QUIET_MS, collect: () => void = collectAndRelease) {
     this.#quietMs = quietMs;
     this.#collect = collect;
   }

@@ -68,12 +68,12 @@ export function storedImagePath(stateDir: string, digest: string): string {
 async function* counted(
   chunks: AsyncIterable<Uint8Array> | Iterable<Uint8Array>,
   limit: number,
-  garbage: TransferCollector,
+  arrived: (bytes: number) => void,
 ) {
   let total = 0;
   for await (const chunk of chunks) {
     total += chunk.length;
-    garbage.moved(chunk.length);
+    arrived(chunk.length);
     if (total > limit) throw new OutputLimitError(limit);
     yield chunk;
   }
@@ -114,10 +114,16 @@ export async function stageImage(
   };
   let failure: ImageError | null = null;
   const garbage = new TransferCollector();
+  // Chunks that stream in are garbage once written; an image in its frame's memory is not.
+  const streamed = Symbol.asyncIterator in chunks;
+  let held = 0;
   try {
-    const input = counted(chunks, options.maxBytes, garbage);
+    const arrived = streamed ? (bytes: number) => garbage.moved(bytes) : (bytes: number) => (held += bytes);
+    const input = counted(chunks, options.maxBytes, arrived);
     const pieces = options.compressed ? inflateChunks(input, options.maxInflated) : input;
     for await (const piece of pieces) {
+      // An inflater's pieces are buffers of their own, whether the input streamed or not.
+      if (options.compressed) garbage.moved(piece.length);
       hash.update(piece);
       size += piece.length;
       if (!options.compressed && size > options.maxInflated) throw new OutputLimitError(options.maxInflated);
@@ -132,6 +138,7 @@ export async function stageImage(
   } finally {
     batch = [];
     await handle.close().catch(() => undefined);
+    garbage.finished(held);
   }
   if (failure !== null) {
     await unlinkIfPresent(file).catch(() => undefined);

@@ -1,7 +1,7 @@
 // The quiet collection (src/host/garbage.ts): one collection once petreld has been without work
 // for the quiet period, none while work goes on, none after close.
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { QuietCollector } from '../../src/host/garbage.js';
+import { COLLECT_EVERY, QuietCollector, TransferCollector } from '../../src/host/garbage.js';
 
 describe('quiet collector', () => {
   beforeEach(() => {
@@ -58,5 +58,32 @@ describe('quiet collector', () => {
     const waiting = timers();
     quiet.close();
     expect(waiting).toBe(before);
+  });
+});
+
+describe('transfer collector', () => {
+  it('collects every COLLECT_EVERY bytes of buffers passed on', () => {
+    let collections = 0;
+    const transfer = new TransferCollector(() => collections++);
+    transfer.moved(COLLECT_EVERY - 1);
+    expect(collections).toBe(0);
+    transfer.moved(1);
+    expect(collections).toBe(1);
+    transfer.moved(COLLECT_EVERY / 2);
+    transfer.moved(COLLECT_EVERY / 2);
+    expect(collections).toBe(2);
+  });
+
+  it('collects once after a large buffer held whole, not while it is held', async () => {
+    let collections = 0;
+    const transfer = new TransferCollector(() => collections++);
+    transfer.finished(COLLECT_EVERY);
+    expect(collections).toBe(0);
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(collections).toBe(1);
+    transfer.finished(COLLECT_EVERY - 1);
+    transfer.finished();
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(collections).toBe(1);
   });
 });
