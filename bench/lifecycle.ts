@@ -37,7 +37,8 @@ async function direct(tender: string, image: string, word: string): Promise<numb
       out += d.toString();
       if (out.includes(`petrel-canary ${word}`)) resolve(performance.now() - started);
     });
-    child.once('exit', () => reject(new Error(`tender exited without its line: ${out}`)));
+    // 'close', not 'exit': a fast tender can be gone before its output has been read.
+    child.once('close', () => reject(new Error(`tender exited without its line: ${out}`)));
   });
 }
 
