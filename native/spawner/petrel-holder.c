@@ -58,10 +58,12 @@
 #include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/file.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
@@ -143,6 +145,38 @@ struct mark {
     int64_t time;
 };
 
+/* A link of an intrusive circular list: a wake-up visits the children that have something to
+ * do, never all of them. A link outside any list has next == NULL. */
+struct link {
+    struct link *prev, *next;
+};
+
+static int list_empty(const struct link *list)
+{
+    return list->next == list;
+}
+
+static void list_append(struct link *list, struct link *l)
+{
+    if (l->next)
+        return;
+    l->prev = list->prev;
+    l->next = list;
+    list->prev->next = l;
+    list->prev = l;
+}
+
+static void list_remove(struct link *l)
+{
+    if (!l->next)
+        return;
+    l->prev->next = l->next;
+    l->next->prev = l->prev;
+    l->prev = l->next = NULL;
+}
+
+#define CHILD_OF(l, field) ((struct child *)((char *)(l) - offsetof(struct child, field)))
+
 struct child {
     pid_t pid;
     char *tag, *meta;
@@ -158,30 +192,87 @@ struct child {
     /* Owner state, reset when the owner leaves. */
     int watched, paused, exit_sent;
     uint64_t sent;
+    /* Bookkeeping of the event loop: the console is in the epoll set exactly while
+     * reading() holds (update_interest); `due` links it into owner_due while it may have
+     * frames for the owner; `draining` into the reaped children whose console is still open. */
+    int polled;
+    struct link due, draining;
+    size_t index; /* in children[] */
+    struct child *pid_next; /* its bucket of by_pid */
 };
 
 static struct child **children;
 static size_t n_children, cap_children;
+/* Children by pid: acknowledgements (one per console chunk petreld handles) and exits look a
+ * child up, which must not cost a walk over all of them. Chained, at most one child a bucket
+ * on average. */
+static struct child **by_pid;
+static size_t n_buckets;
+/* Watched children that may have output or an exit to frame for the owner, oldest first. */
+static struct link owner_due = { &owner_due, &owner_due };
+/* Reaped children whose console is still open, in the order of their drain deadlines (which
+ * are their reap times plus the same DRAIN_MS: appending keeps the list sorted). */
+static struct link draining = { &draining, &draining };
+
+static size_t bucket_of(pid_t pid)
+{
+    return ((uint32_t)pid * 2654435761u) & (n_buckets - 1);
+}
 
 static struct child *child_find(pid_t pid)
 {
-    for (size_t i = 0; i < n_children; i++)
-        if (children[i]->pid == pid)
-            return children[i];
+    if (n_buckets == 0)
+        return NULL;
+    for (struct child *c = by_pid[bucket_of(pid)]; c; c = c->pid_next)
+        if (c->pid == pid)
+            return c;
     return NULL;
 }
 
-static void child_free_at(size_t i)
+static void child_add(struct child *c)
 {
-    struct child *c = children[i];
+    if (n_children == cap_children) {
+        cap_children = cap_children ? 2 * cap_children : 64;
+        children = xrealloc(children, cap_children * sizeof *children);
+    }
+    c->index = n_children;
+    children[n_children++] = c;
+    if (n_children > n_buckets) {
+        free(by_pid);
+        n_buckets = n_buckets ? 2 * n_buckets : 64;
+        by_pid = calloc(n_buckets, sizeof *by_pid);
+        if (!by_pid)
+            die("calloc");
+        for (size_t i = 0; i < n_children; i++) {
+            struct child *o = children[i];
+            o->pid_next = by_pid[bucket_of(o->pid)];
+            by_pid[bucket_of(o->pid)] = o;
+        }
+    } else {
+        c->pid_next = by_pid[bucket_of(c->pid)];
+        by_pid[bucket_of(c->pid)] = c;
+    }
+}
+
+/* Only a settled child (its console closed, so out of the epoll set) or one whose exec failed
+ * (it never had a console) is freed: no event of the current wake-up can point at it. */
+static void child_free(struct child *c)
+{
     if (c->console >= 0)
         close(c->console);
+    list_remove(&c->due);
+    list_remove(&c->draining);
+    struct child **at = &by_pid[bucket_of(c->pid)];
+    while (*at != c)
+        at = &(*at)->pid_next;
+    *at = c->pid_next;
+    children[c->index] = children[--n_children];
+    children[c->index]->index = c->index;
     free(c->tag);
     free(c->meta);
     free(c->ring);
     free(c->marks);
     free(c);
-    children[i] = children[--n_children];
 }
 
 static int settled(const struct child *c)
@@ -195,6 +286,21 @@ static uint64_t ring_first(const struct child *c)
 }
 
 /* ---- the owner: one connection, its input and a queue of frames for it ------------------- */
+
+/* One epoll set (level-triggered, as poll was) holds the listener, the signalfd, the owner and
+ * every console that is reading(); data.ptr is the child, or one of these tags. */
+static int epoll_fd = -1;
+static char tag_listener, tag_signals, tag_owner;
+static uint32_t owner_events; /* what the owner is registered for */
+
+static void epoll_set(int op, int fd, uint32_t events, void *ptr)
+{
+    struct epoll_event ev = { .events = events, .data.ptr = ptr };
+    if (epoll_ctl(epoll_fd, op, fd, &ev) != 0)
+        die("epoll_ctl");
+}
+
+static void update_interest(struct child *c);
 
 static int owner = -1;
 static pid_t owner_pid;
@@ -231,18 +337,24 @@ static void send_pid(char op, pid_t pid)
     put_u32(frame_begin(op, 4), (uint32_t)pid);
 }
 
+/* A rare event: walking every child here is fine. Nothing is watched or paused any more, so
+ * each console may read its whole ring again. */
 static void owner_detach(const char *why)
 {
     if (owner < 0)
         return;
+    epoll_set(EPOLL_CTL_DEL, owner, 0, NULL);
     close(owner);
     owner = -1;
     in_have = 0;
     out_len = 0;
+    while (!list_empty(&owner_due))
+        list_remove(owner_due.next);
     for (size_t i = 0; i < n_children; i++) {
         children[i]->watched = 0;
         children[i]->paused = 0;
         children[i]->exit_sent = 0;
+        update_interest(children[i]);
     }
     if (why)
         say("petreld (pid %d) detached: %s", (int)owner_pid, why);
@@ -333,11 +445,61 @@ static size_t console_room(const struct child *c)
     return room;
 }
 
+static int reading(const struct child *c)
+{
+    return c->console >= 0 && !c->paused && console_room(c) > 0;
+}
+
+/* Keeps the epoll set equal to the consoles that are reading(). Called wherever that may
+ * change: a read (the end moves), framing (what was sent moves), a watch, pause or resume, the
+ * owner leaving, a console closing. A console not reading is removed, not left with no events:
+ * epoll reports a hang-up (a tender that has exited) whatever was asked for. */
+static void update_interest(struct child *c)
+{
+    int want = reading(c);
+    if (want == c->polled)
+        return;
+    epoll_set(want ? EPOLL_CTL_ADD : EPOLL_CTL_DEL, c->console, EPOLLIN, c);
+    c->polled = want;
+}
+
+/* The child may now have frames for the owner: more bytes, a new watch, a resume, its end. */
+static void mark_due(struct child *c)
+{
+    if (owner >= 0 && c->watched)
+        list_append(&owner_due, &c->due);
+}
+
 static void close_console(struct child *c)
 {
     if (c->console >= 0) {
+        if (c->polled)
+            epoll_set(EPOLL_CTL_DEL, c->console, 0, NULL);
+        c->polled = 0;
         close(c->console);
         c->console = -1;
+        list_remove(&c->draining);
+        mark_due(c); /* it may have settled: its exit is due once its bytes are */
+    }
+}
+
+/* Frames what the due children have for the owner, the longest waiting first, until the queue
+ * holds OUT_LOW. A child left with bytes to frame only ever is because the queue is full
+ * (frame_output stops at nothing else; frame_exit frames an exit whenever one is due, and
+ * otherwise a later read, close, reap or resume marks the child again), so it goes back to
+ * the end of the list and the pass stops. */
+static void serve_owner(void)
+{
+    while (owner >= 0 && out_len < OUT_LOW && !list_empty(&owner_due)) {
+        struct child *c = CHILD_OF(owner_due.next, due);
+        list_remove(&c->due);
+        if (!c->watched)
+            continue;
+        frame_output(c);
+        frame_exit(c);
+        update_interest(c); /* what was sent moved: the ring may have room again */
+        if (!c->paused && c->sent < c->end)
+            list_append(&owner_due, &c->due);
     }
 }
 
@@ -355,6 +517,8 @@ static void read_console(struct child *c)
     ssize_t n = read(c->console, c->ring + c->end % c->ring_size, room);
     if (n > 0) {
         c->end += (uint64_t)n;
+        mark_due(c);
+        update_interest(c);
         /* Reads within the same millisecond share a time: one mark, so one frame for them. */
         int64_t now = now_ms();
         struct mark *last = c->mark_count ? &c->marks[(c->mark_head + MARKS - 1) % MARKS] : NULL;
@@ -371,11 +535,6 @@ static void read_console(struct child *c)
     if (n < 0 && (errno == EINTR || errno == EAGAIN))
         return;
     close_console(c); /* end of file: every writer (the tender) has gone; or a read error */
-}
-
-static int reading(const struct child *c)
-{
-    return c->console >= 0 && !c->paused && console_room(c) > 0;
 }
 
 /* ---- requests ---------------------------------------------------------------------------- */
@@ -463,11 +622,8 @@ static void spawn(const unsigned char *body, size_t len)
         c->started = now_ms();
         c->ring_size = ring_size ? ring_size : DEFAULT_RING;
         c->watched = 1;
-        if (n_children == cap_children) {
-            cap_children = cap_children ? 2 * cap_children : 64;
-            children = xrealloc(children, cap_children * sizeof *children);
-        }
-        children[n_children++] = c;
+        child_add(c);
+        update_interest(c);
     }
     if (failed) {
         if (ours >= 0)
@@ -552,13 +708,18 @@ static void handle_request(const unsigned char *body, size_t len)
         put_u64(at + 4, ring_first(c));
         put_u64(at + 12, c->end);
         put_u64(at + 20, c->acked);
+        mark_due(c); /* after the W frame: the ring, then live output, then the exit */
+        update_interest(c);
         break;
     }
     case 'P':
         c->paused = 1;
+        update_interest(c);
         break;
     case 'R':
         c->paused = 0;
+        mark_due(c);
+        update_interest(c);
         break;
     case 'A': {
         uint64_t offset = get_u64(arg + 4);
@@ -570,11 +731,7 @@ static void handle_request(const unsigned char *body, size_t len)
     }
     case 'F':
         if (settled(c))
-            for (size_t i = 0; i < n_children; i++)
-                if (children[i] == c) {
-                    child_free_at(i);
-                    break;
-                }
+            child_free(c);
         break;
     }
 }
@@ -655,6 +812,8 @@ static void accept_connection(int listener)
     setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof sndbuf);
     owner = fd;
     owner_pid = peer;
+    owner_events = EPOLLIN;
+    epoll_set(EPOLL_CTL_ADD, owner, owner_events, &tag_owner);
     send_u32_i32('H', VERSION, getpid());
 }
 
@@ -669,17 +828,17 @@ static void reap(void)
         if (!c)
             continue;
         if (c->exec_failed) { /* already answered with E */
-            for (size_t i = 0; i < n_children; i++)
-                if (children[i] == c) {
-                    child_free_at(i);
-                    break;
-                }
+            child_free(c);
             continue;
         }
         c->reaped = 1;
         c->status = status;
         c->exited = now_ms();
         c->drain_deadline = mono_ms() + DRAIN_MS;
+        if (c->console >= 0)
+            list_append(&draining, &c->draining);
+        else
+            mark_due(c); /* settled now: its exit is due */
     }
 }
 
@@ -792,28 +951,35 @@ int main(int argc, char **argv)
         die("signalfd");
     in_buf = xrealloc(NULL, MAX_FRAME + 4);
 
-    struct pollfd *fds = NULL;
-    size_t cap_fds = 0;
+    epoll_fd = epoll_create1(EPOLL_CLOEXEC);
+    if (epoll_fd < 0)
+        die("epoll_create1");
+    epoll_set(EPOLL_CTL_ADD, listener, EPOLLIN, &tag_listener);
+    epoll_set(EPOLL_CTL_ADD, sfd, EPOLLIN, &tag_signals);
+    struct epoll_event *events = NULL;
+    size_t cap_events = 0;
+    struct child **ready = NULL; /* the consoles among the events */
     /* A short idle time (tests) is checked as often as it lasts. */
     const int64_t tick = idle_exit_ms > 0 && idle_exit_ms < WATCHDOG_MS ? idle_exit_ms : WATCHDOG_MS;
     int64_t idle_since = mono_ms(), next_watchdog = mono_ms() + tick;
     for (;;) {
-        /* The owner's queue first: watched consoles are framed while there is room. */
-        if (owner >= 0) {
-            for (size_t i = 0; i < n_children; i++)
-                if (children[i]->watched) {
-                    frame_output(children[i]);
-                    frame_exit(children[i]);
-                }
-            flush_owner();
-        }
+        /* Drain deadlines first (the list is in deadline order), so the exit of a console closed
+         * here is framed in this pass. */
         int64_t now = mono_ms();
-        for (size_t i = 0; i < n_children; i++) {
-            struct child *c = children[i];
-            if (c->reaped && c->console >= 0 && now >= c->drain_deadline) {
-                say("console of pid %d still open %d ms after its exit: closed", (int)c->pid, DRAIN_MS);
-                close_console(c);
-            }
+        while (!list_empty(&draining)) {
+            struct child *c = CHILD_OF(draining.next, draining);
+            if (now < c->drain_deadline)
+                break;
+            say("console of pid %d still open %d ms after its exit: closed", (int)c->pid, DRAIN_MS);
+            close_console(c);
+        }
+        /* The owner's queue: due consoles are framed while there is room; again as long as the
+         * socket takes it all and more is due (nothing else would wake us for it). */
+        while (owner >= 0) {
+            serve_owner();
+            flush_owner();
+            if (owner < 0 || list_empty(&owner_due) || out_len >= OUT_LOW)
+                break;
         }
         if (now >= next_watchdog) {
             next_watchdog = now + tick;
@@ -828,50 +994,63 @@ int main(int argc, char **argv)
             }
         }
 
-        size_t want = 3 + n_children;
-        if (want > cap_fds) {
-            cap_fds = want * 2;
-            fds = xrealloc(fds, cap_fds * sizeof *fds);
+        if (owner >= 0) {
+            uint32_t want = EPOLLIN | (out_len > 0 ? EPOLLOUT : 0);
+            if (want != owner_events) {
+                epoll_set(EPOLL_CTL_MOD, owner, want, &tag_owner);
+                owner_events = want;
+            }
         }
-        size_t n = 0;
-        fds[n++] = (struct pollfd){ listener, POLLIN, 0 };
-        fds[n++] = (struct pollfd){ sfd, POLLIN, 0 };
-        fds[n++] = (struct pollfd){ owner, (short)(POLLIN | (out_len > 0 ? POLLOUT : 0)), 0 };
-        for (size_t i = 0; i < n_children; i++)
-            fds[n++] = (struct pollfd){ reading(children[i]) ? children[i]->console : -1, POLLIN, 0 };
+        /* Room for every descriptor at once: one wake-up sees all that is ready, as poll did. */
+        if (cap_events < 3 + n_children) {
+            cap_events = 2 * (3 + n_children);
+            events = xrealloc(events, cap_events * sizeof *events);
+            ready = xrealloc(ready, cap_events * sizeof *ready);
+        }
         int timeout = (int)(next_watchdog - now);
-        for (size_t i = 0; i < n_children; i++)
-            if (children[i]->reaped && children[i]->console >= 0 &&
-                children[i]->drain_deadline - now < timeout)
-                timeout = (int)(children[i]->drain_deadline - now);
+        if (!list_empty(&draining)) {
+            int64_t deadline = CHILD_OF(draining.next, draining)->drain_deadline;
+            if (deadline - now < timeout)
+                timeout = (int)(deadline - now);
+        }
         if (timeout < 0)
             timeout = 0;
-        if (poll(fds, n, timeout) < 0) {
+        int n = epoll_wait(epoll_fd, events, (int)cap_events, timeout);
+        if (n < 0) {
             if (errno == EINTR)
                 continue;
-            die("poll");
+            die("epoll_wait");
+        }
+        int owner_ready = 0, signals_ready = 0, listener_ready = 0;
+        size_t n_ready = 0;
+        for (int k = 0; k < n; k++) {
+            void *what = events[k].data.ptr;
+            if (what == &tag_owner)
+                owner_ready = (events[k].events & (EPOLLIN | EPOLLHUP | EPOLLERR)) != 0;
+            else if (what == &tag_signals)
+                signals_ready = 1;
+            else if (what == &tag_listener)
+                listener_ready = 1;
+            else
+                ready[n_ready++] = what;
         }
         /* The owner first: a petreld that died before a new one connected is seen as gone. */
-        if (owner >= 0 && (fds[2].revents & (POLLIN | POLLHUP | POLLERR)))
+        if (owner_ready && owner >= 0)
             read_owner();
         /* Consoles before exits, so a tender's last bytes are read before it counts as ended.
-         * Descriptors are matched by value: a request may have freed or moved children. */
-        for (size_t k = 3; k < n; k++) {
-            if (fds[k].fd < 0 || !(fds[k].revents & (POLLIN | POLLHUP | POLLERR)))
-                continue;
-            for (size_t i = 0; i < n_children; i++)
-                if (children[i]->console == fds[k].fd) {
-                    read_console(children[i]);
-                    break;
-                }
-        }
-        if (fds[1].revents & POLLIN) {
+         * No child of this list was freed by a request: only a settled child is (F), and its
+         * console was closed, so out of the set, before this wait. A request may have paused
+         * one or used up its room: only a console still polled is read. */
+        for (size_t k = 0; k < n_ready; k++)
+            if (ready[k]->polled)
+                read_console(ready[k]);
+        if (signals_ready) {
             struct signalfd_siginfo info;
             while (read(sfd, &info, sizeof info) > 0)
                 ;
             reap();
         }
-        if (fds[0].revents & POLLIN)
+        if (listener_ready)
             accept_connection(listener);
     }
 }

@@ -43,14 +43,14 @@ async function fifo(label: string): Promise<string> {
 async function start(
   holder: Holder,
   script: string,
-  options: { bufferBytes?: number; tag?: string; meta?: string } = {},
+  options: { bufferBytes?: number; tag?: string; meta?: string; label?: string } = {},
 ): Promise<HeldChild> {
   const request: HeldSpawnRequest = {
     argv: ['sh', '-c', script],
     env,
     console: {
       kind: 'fifo',
-      path: await fifo(`c${pids.length}`),
+      path: await fifo(options.label ?? `c${pids.length}`),
       ...(options.bufferBytes === undefined ? {} : { bufferBytes: options.bufferBytes }),
     },
     tag: options.tag ?? ':vm',
@@ -63,9 +63,12 @@ async function start(
 }
 
 /** Everything a console delivered, checked to be contiguous from `from`. */
-function collect(child: HeldChild, from = 0) {
+function collect(child: HeldChild, from = 0, each?: (chunk: ConsoleChunk) => void) {
   const chunks: ConsoleChunk[] = [];
-  child.onConsole((chunk) => chunks.push(chunk));
+  child.onConsole((chunk) => {
+    each?.(chunk);
+    chunks.push(chunk);
+  });
   return {
     chunks,
     text(): string {
@@ -211,6 +214,78 @@ describe('petrel-holder', () => {
     expect((await child.exit).code).toBe(0);
     expect(console.text()).toBe(seq(1, 300000));
   });
+
+  it('serves many consoles at once: only what is ready is read, nothing is lost or reordered', async () => {
+    // The holder waits on the consoles that may be read and visits the children that have
+    // something for petreld: a console left out of the wait after its ring filled, or after a
+    // pause, would hang its tender; a child left out of the owner's queue would lose bytes or
+    // its exit. 200 children: some write a lot through a small ring (reading stops and starts
+    // as the ring is sent), some a little, some nothing, some are killed while others write;
+    // one is paused before its first byte, one on its first chunk (flow control), and both are
+    // resumed after all the others have ended.
+    const holder = await attach();
+    const flag = path.join(dir, 'go');
+    const paused = await start(holder, `while [ ! -e ${flag} ]; do sleep 0.01; done; seq 1 60000; exit 77`, {
+      bufferBytes: 4096,
+      label: 'paused',
+    });
+    const pausedConsole = collect(paused);
+    paused.pause();
+    value(await holder.list()); // answered after the pause was handled
+    writeFileSync(flag, '');
+    const midway = await start(holder, 'seq 1 400000; exit 78', { bufferBytes: 4096, label: 'midway' });
+    const midwayConsole = collect(midway, 0, () => {
+      if (midwayConsole.chunks.length === 0) midway.pause();
+    });
+
+    const count = 200;
+    const kinds = ['big', 'small', 'silent', 'killed'] as const;
+    const spawned = await Promise.all(
+      Array.from({ length: count }, async (_, i) => {
+        const kind = kinds[i % kinds.length] as (typeof kinds)[number];
+        const lines = kind === 'big' ? 3000 + 10 * i : kind === 'small' ? 1 + (i % 7) : 0;
+        const body =
+          kind === 'killed'
+            ? 'exec sleep 30'
+            : `sleep 0.0${i % 10}; ${lines > 0 ? `seq 1 ${lines}; ` : ''}exit ${i % 100}`;
+        const fifoPath = await fifo(`many${i}`);
+        const answer = await holder.spawn({
+          argv: ['sh', '-c', body],
+          env,
+          console: { kind: 'fifo', path: fifoPath, ...(kind === 'big' ? { bufferBytes: 1024 } : {}) },
+          tag: `:many${i}`,
+        });
+        if (!answer.ok) throw new Error(JSON.stringify(answer.error));
+        pids.push(answer.value.pid);
+        return { i, kind, lines, child: answer.value, console: collect(answer.value) };
+      }),
+    );
+    for (const { kind, child } of spawned) if (kind === 'killed') child.kill('SIGTERM');
+    for (const { i, kind, lines, child, console } of spawned) {
+      const exit = await child.exit;
+      if (kind === 'killed') {
+        expect(exit).toMatchObject({ code: null, signal: 'SIGTERM' });
+        expect(console.text()).toBe('');
+      } else {
+        expect(exit).toMatchObject({ code: i % 100, signal: null });
+        expect(console.text()).toBe(lines > 0 ? seq(1, lines) : '');
+      }
+    }
+
+    // All the others have ended; the paused tenders are stuck on their full FIFOs.
+    expect(pausedConsole.chunks).toEqual([]);
+    expect(midwayConsole.chunks.length).toBeGreaterThan(0);
+    expect(midwayConsole.text().length).toBeLessThan(seq(1, 400000).length);
+    for (const child of [paused, midway]) {
+      expect(child.exited).toBe(false);
+      expect(alive(child.pid)).toBe(true);
+      child.resume();
+    }
+    expect(await paused.exit).toMatchObject({ code: 77, signal: null });
+    expect(pausedConsole.text()).toBe(seq(1, 60000));
+    expect(await midway.exit).toMatchObject({ code: 78, signal: null });
+    expect(midwayConsole.text()).toBe(seq(1, 400000));
+  }, 60_000);
 
   it('remembers an exit while nobody is attached, until it is forgotten', async () => {
     const first = await attach();
