@@ -7,7 +7,10 @@ import { FrameReader } from '../wire/index.js';
 import { type TlsError, tlsError } from './errors.js';
 
 export type Incoming =
-  /** A complete payload: a DER message or a raw chunk, as the protocol state dictates. */
+  /**
+   * A complete payload: a DER message or a raw chunk, as the protocol state dictates; after
+   * `raw()`, the bytes as they arrived, frame boundaries and length prefixes included.
+   */
   | { readonly kind: 'frame'; readonly payload: Uint8Array }
   /** A zero-length (or negative) frame: the end of a chunk stream. */
   | { readonly kind: 'end' }
@@ -19,6 +22,11 @@ export type Incoming =
 /** What the proxy needs from a connection; tests implement it over recorded frames. */
 export interface Channel {
   next(): Promise<Incoming>;
+  /**
+   * From now on, `next()` hands out the bytes as they arrive instead of frames: for a message
+   * too large to hold (a get's image). Called between frames, before the message is asked for.
+   */
+  raw(): void;
   /** Resolves false when the bytes could not be written (the socket failed or closed). */
   write(bytes: Uint8Array): Promise<boolean>;
   /** Resolves once the socket has closed, for whatever reason. */
@@ -39,6 +47,7 @@ export class SocketChannel implements Channel {
   readonly #meter: TransferMeter | undefined;
   #waiter: ((event: Incoming) => void) | null = null;
   #finished = false;
+  #raw = false;
   readonly closed: Promise<void>;
 
   /**
@@ -65,6 +74,11 @@ export class SocketChannel implements Channel {
   #data(chunk: Buffer, onRefused?: (error: TlsError) => void): void {
     if (this.#finished) return;
     this.#meter?.received(chunk.length);
+    if (this.#raw) {
+      this.#push({ kind: 'frame', payload: chunk });
+      if (this.#queue.length >= HIGH_WATER) this.#socket.pause();
+      return;
+    }
     const events = this.#reader.push(chunk);
     if (!events.ok) {
       const error = tlsError('E_TLS_FRAME_TOO_LARGE', events.error.message, events.error.details);
@@ -110,6 +124,16 @@ export class SocketChannel implements Channel {
         resolve(e);
       };
     });
+  }
+
+  raw(): void {
+    // Bytes of a frame already begun would be lost to the caller: it asks between frames.
+    if (
+      this.#reader.pending > 0 ||
+      this.#queue.some((event) => event.kind === 'frame' || event.kind === 'end')
+    )
+      throw new Error('raw() called inside a frame or with frames not yet taken');
+    this.#raw = true;
   }
 
   write(bytes: Uint8Array): Promise<boolean> {

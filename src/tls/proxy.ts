@@ -2,10 +2,21 @@
 // (semantics §14.3): chain policies (deepest first), the command, then the raw chunks of a
 // streamed image or of block data, then the reply in the mode the command calls for, with
 // headers rewritten as Albatross does. A streamed image is forwarded chunk by chunk, never
-// joined (petrel-differences.md (j)): the engine stores it as it arrives.
+// joined (petrel-differences.md (j)): the engine stores it as it arrives. A get's image is
+// relayed to the client as it arrives too, never held whole.
 
 import { pathName, printName } from '../resources/name.js';
-import { decodeWire, END_OF_STREAM, encodeWire, frame, frameHeader, WIRE_VERSION } from '../wire/index.js';
+import {
+  decodeWire,
+  END_OF_STREAM,
+  encodeWire,
+  frame,
+  frameHeader,
+  type ImageReplyHead,
+  imageReplyHead,
+  readImageReplyHead,
+  WIRE_VERSION,
+} from '../wire/index.js';
 import type { Command, Header, Payload, Wire } from '../wire/types.js';
 import type { Channel } from './channel.js';
 import { type TlsError, tlsError } from './errors.js';
@@ -70,9 +81,16 @@ function encodeFrame(wire: Wire): Uint8Array {
   return frame(bytes.value);
 }
 
-/** The reply the client gets last: its header is (version 5, sequence 0, the derived name). */
+/** The header of the reply the client gets last: (version 5, sequence 0, the derived name). */
+const finalHeader = (identity: Identity): Header => ({
+  version: WIRE_VERSION,
+  sequence: 0n,
+  name: identity.name,
+});
+
+/** The reply the client gets last. */
 export function finalFrame(identity: Identity, payload: Payload): Uint8Array {
-  return encodeFrame({ header: { version: WIRE_VERSION, sequence: 0n, name: identity.name }, payload });
+  return encodeFrame({ header: finalHeader(identity), payload });
 }
 
 const failure = (message: string): Payload => ({ kind: 'failure', message });
@@ -119,6 +137,8 @@ export async function proxy(request: ProxyRequest): Promise<ProxyOutcome> {
   try {
     const outcome = await exchange(request, command, daemon);
     if (outcome.kind === 'refused') return outcome;
+    if (outcome.kind === 'relayed')
+      return { kind: outcome.written ? 'replied' : 'gone', failure: outcome.failure };
     return reply(request, outcome.payload);
   } finally {
     daemon.destroy();
@@ -134,7 +154,9 @@ async function reply(request: ProxyRequest, payload: Payload): Promise<ProxyOutc
 
 type Exchange =
   | { readonly kind: 'final'; readonly payload: Payload }
-  | { readonly kind: 'refused'; readonly error: TlsError };
+  | { readonly kind: 'refused'; readonly error: TlsError }
+  /** The reply went to the client as it arrived, and the client was ended (or cut off). */
+  | { readonly kind: 'relayed'; readonly written: boolean; readonly failure: string | null };
 
 const final = (payload: Payload): Exchange => ({ kind: 'final', payload });
 
@@ -151,7 +173,11 @@ async function exchange(request: ProxyRequest, command: Command, daemon: Channel
       return final(failure(`expected success when adding policy, got: ${describeReply(decoded.value)}`));
     }
   }
+  // A get's reply is read as bytes, its image relayed as it comes (relayImage).
+  const relays = command.type === 'unikernel-get';
+  if (relays) daemon.raw();
   if (!(await daemon.write(commandFrame))) return final(failure("couldn't write unikernel to VMMD"));
+  if (relays) return relayImage(request, daemon);
   if (streamsImage(command)) {
     // Petrel (c): the image is bounded by the frame limit, as if it came in one frame.
     const copied = await copyChunks(request.client, daemon, request.maxFrameBytes);
@@ -193,6 +219,59 @@ async function copyChunks(client: Channel, daemon: Channel, limit: number): Prom
         : (await daemon.write(frameHeader(chunk.payload.length))) && (await daemon.write(chunk.payload));
     if (!written) return final(failure('writing block data'));
     if (chunk.kind === 'end') return null;
+  }
+}
+
+/**
+ * A get's reply, relayed as it arrives. The daemon's head is replaced by one with the final
+ * header (the image's length and form stay), then the image goes on piece by piece, each
+ * written to the client before the next is taken, so the endpoint holds a few pieces of it,
+ * never all of it (it may be as large as the frame limit). A reply that is not an image (a
+ * failure) is read whole and answered like any other. If the daemon stops in the middle of
+ * the image, the client's connection is cut: a frame once begun cannot carry a failure.
+ */
+async function relayImage(request: ProxyRequest, daemon: Channel): Promise<Exchange> {
+  const broken = final(failure('error reading from fd'));
+  let held: Uint8Array = new Uint8Array(0);
+  let total = -1;
+  let head: ImageReplyHead | null | 'more' = 'more';
+  // The length prefix and the head; or, for a reply that is not an image, the whole frame.
+  while (head === 'more' || (head === null && held.length < 4 + total)) {
+    const piece = await daemon.next();
+    if (piece.kind !== 'frame') return broken;
+    held = held.length === 0 ? piece.payload : Buffer.concat([held, piece.payload]);
+    if (held.length < 4) continue;
+    if (total < 0) {
+      total = new DataView(held.buffer, held.byteOffset, 4).getInt32(0);
+      if (total <= 0 || total > request.maxFrameBytes) return broken;
+    }
+    if (head === 'more') head = readImageReplyHead(held.subarray(4, 4 + total), total);
+  }
+  if (head === null) {
+    const decoded = decodeWire(held.subarray(4, 4 + total));
+    return decoded.ok ? final(decoded.value.payload) : broken;
+  }
+  const client = request.client;
+  const relayed = (written: boolean, why: string | null = null): Exchange => {
+    if (written) client.end();
+    else client.destroy();
+    return { kind: 'relayed', written, failure: why };
+  };
+  const replyHead = imageReplyHead(finalHeader(request.identity), head.compressed, head.imageLength);
+  if (!replyHead.ok) return broken;
+  const start = Buffer.concat([frameHeader(replyHead.value.length + head.imageLength), replyHead.value]);
+  if (!(await client.write(start))) return relayed(false);
+  let left = head.imageLength;
+  let piece: Uint8Array = held.subarray(4 + head.headLength, 4 + total);
+  for (;;) {
+    if (piece.length > 0) {
+      if (!(await client.write(piece))) return relayed(false);
+      left -= piece.length;
+    }
+    if (left === 0) return relayed(true);
+    const next = await daemon.next();
+    if (next.kind !== 'frame') return relayed(false, 'the image was cut short by the daemon');
+    piece = next.payload.subarray(0, left);
   }
 }
 

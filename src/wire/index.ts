@@ -25,7 +25,14 @@ export {
   readFrames,
   splitFrames,
 } from './framing.js';
-export { decodeWire, encodeWire, INFO_REPLY_TAG, imageReplyHead } from './message.js';
+export {
+  decodeWire,
+  encodeWire,
+  type ImageReplyHead,
+  INFO_REPLY_TAG,
+  imageReplyHead,
+  readImageReplyHead,
+} from './message.js';
 export {
   consoleLine,
   createConfig,

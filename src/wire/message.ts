@@ -67,6 +67,78 @@ export function imageReplyHead(header: Header, compressed: boolean, length: numb
   });
 }
 
+/** What `imageReplyHead` wrote, read back: the TLS endpoint relays a get's image after it. */
+export interface ImageReplyHead {
+  readonly header: Header;
+  readonly compressed: boolean;
+  /** Bytes of the message before the image. */
+  readonly headLength: number;
+  readonly imageLength: number;
+}
+
+/** Identifier, length and content offset of the TLV at `at`; 'more' when `bytes` ends inside them. */
+function tlvAt(
+  bytes: Uint8Array,
+  at: number,
+): { tag: number; length: number; content: number } | 'more' | null {
+  if (at + 2 > bytes.length) return 'more';
+  const tag = bytes[at] as number;
+  const first = bytes[at + 1] as number;
+  if (first < 0x80) return { tag, length: first, content: at + 2 };
+  const count = first & 0x7f;
+  if (count === 0 || count > 4) return null;
+  if (at + 2 + count > bytes.length) return 'more';
+  let length = 0;
+  for (let i = at + 2; i < at + 2 + count; i++) length = length * 256 + (bytes[i] as number);
+  return { tag, length, content: at + 2 + count };
+}
+
+/**
+ * Reads the head of a message of `total` bytes from `prefix`, its first bytes: the head of an
+ * image reply exactly as `imageReplyHead` writes it, or null for any other message (read it
+ * whole), or 'more' while `prefix` ends before the head does. Only the head is looked at, so
+ * an image need never be held to be relayed.
+ */
+export function readImageReplyHead(prefix: Uint8Array, total: number): ImageReplyHead | null | 'more' {
+  const bytes = plain(prefix);
+  const outer = tlvAt(bytes, 0);
+  if (outer === 'more' || outer === null) return outer;
+  if (outer.tag !== TAG.SEQUENCE || outer.content + outer.length !== total) return null;
+  const head = tlvAt(bytes, outer.content);
+  if (head === 'more' || head === null) return head;
+  const headEnd = head.content + head.length;
+  if (head.tag !== TAG.SEQUENCE || headEnd > total) return null;
+  if (headEnd > bytes.length) return 'more';
+  // The wrappers down to the image: each must end where the message ends.
+  let at = headEnd;
+  for (const tag of [ctx(1), ctx(6), TAG.SEQUENCE]) {
+    const tlv = tlvAt(bytes, at);
+    if (tlv === 'more' || tlv === null) return tlv;
+    if (tlv.tag !== tag || tlv.content + tlv.length !== total) return null;
+    at = tlv.content;
+  }
+  const flag = tlvAt(bytes, at);
+  if (flag === 'more' || flag === null) return flag;
+  if (flag.tag !== TAG.BOOLEAN || flag.length !== 1) return null;
+  if (flag.content + 1 > bytes.length) return 'more';
+  const image = tlvAt(bytes, flag.content + 1);
+  if (image === 'more' || image === null) return image;
+  if (image.tag !== TAG.OCTET_STRING || image.content + image.length !== total) return null;
+  const header = guard(() => {
+    const r = new Reader(bytes, outer.content, headEnd);
+    const read = readHeader(r);
+    r.done();
+    return read;
+  });
+  if (!header.ok) return null;
+  const compressed = bytes[flag.content] !== 0;
+  // Byte for byte what imageReplyHead writes (DER: one encoding), or it is not relayed as one.
+  const expected = imageReplyHead(header.value, compressed, image.length);
+  if (!expected.ok || expected.value.length !== image.content) return null;
+  for (let i = 0; i < image.content; i++) if (expected.value[i] !== bytes[i]) return null;
+  return { header: header.value, compressed, headLength: image.content, imageLength: image.length };
+}
+
 /** A plain Uint8Array view (a Node Buffer's subarrays would be Buffers too): never a copy. */
 export function plain(bytes: Uint8Array): Uint8Array {
   if (!(bytes instanceof Uint8Array)) fault('E_WIRE_INTERNAL', 'input is not a byte array', null);

@@ -115,6 +115,10 @@ describe('petreld tls-endpoint, a separate process on a running petreld', () => 
     });
     const digest = createHash('sha256').update(image).digest('hex');
     expect(await readdir(path.join(petreld.dir, 'state', 'images'))).toContain(digest);
+    // And comes back by get, relayed from vmmd.sock as it is read.
+    const got = await alice.request(name('big'), { type: 'unikernel-get', level: 0 });
+    const reply = got.ok && got.value.kind === 'reply' ? got.value.reply : null;
+    expect(reply?.type === 'unikernel-image' && Buffer.from(reply.image).equals(image)).toBe(true);
 
     endpoint.process.kill('SIGTERM');
     expect(await endpoint.exited).toBe(0);

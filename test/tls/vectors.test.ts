@@ -13,7 +13,7 @@ import type { Channel, Incoming } from '../../src/tls/channel.js';
 import { authorize, type Identity } from '../../src/tls/identity.js';
 import { proxy, requestFrames, serviceFor } from '../../src/tls/proxy.js';
 import { x509 } from '../../src/tls/x509.js';
-import { decodeWire } from '../../src/wire/index.js';
+import { decodeWire, frame } from '../../src/wire/index.js';
 import type { Wire } from '../../src/wire/types.js';
 import { VECTORS } from './helpers.js';
 
@@ -149,7 +149,7 @@ describe('captured Albatross 2.1.0 client certificates', () => {
 /** A channel over recorded frames; writes are kept, and fail from the `failAt`-th one on. */
 class Recorded implements Channel {
   readonly writes: Uint8Array[] = [];
-  readonly #incoming: Incoming[];
+  #incoming: Incoming[];
   readonly #failAt: number;
   readonly closed = new Promise<void>(() => {});
   constructor(incoming: readonly Uint8Array[], failAt = Number.POSITIVE_INFINITY) {
@@ -158,6 +158,12 @@ class Recorded implements Channel {
   }
   next(): Promise<Incoming> {
     return Promise.resolve(this.#incoming.shift() ?? { kind: 'closed' });
+  }
+  raw(): void {
+    // The frames still to come, as the bytes that carried them.
+    this.#incoming = this.#incoming.map((e) =>
+      e.kind === 'frame' ? { kind: 'frame', payload: frame(e.payload) } : e,
+    );
   }
   write(bytes: Uint8Array): Promise<boolean> {
     this.writes.push(bytes.slice());

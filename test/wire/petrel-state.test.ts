@@ -2,7 +2,7 @@
 // and a journal cut at any byte, or damaged, ends at the last intact entry.
 import { describe, expect, test } from 'vitest';
 import type { Path } from '../../src/resources/name.js';
-import { encodeWire, imageReplyHead } from '../../src/wire/index.js';
+import { encodeWire, imageReplyHead, readImageReplyHead } from '../../src/wire/index.js';
 import {
   decodeSnapshot,
   EMPTY_STATE,
@@ -132,5 +132,57 @@ describe('a get reply streamed from the store', () => {
         expect(Buffer.from(whole.subarray(0, head.length)).equals(Buffer.from(head))).toBe(true);
       }
     }
+  });
+});
+
+describe('the head of a get reply, read back from its first bytes (the TLS endpoint relays the rest)', () => {
+  const image = new Uint8Array(300).fill(9);
+  const reply = (compressed: boolean) =>
+    ok(
+      encodeWire(wire(':a:b', { kind: 'reply', reply: { type: 'unikernel-image', compressed, image } }, 42n)),
+    );
+
+  test('gives the header, the form and where the image starts, from any prefix that holds the head', () => {
+    for (const compressed of [false, true]) {
+      const whole = reply(compressed);
+      const headLength = whole.length - image.length;
+      for (let cut = 0; cut <= whole.length; cut++) {
+        const read = readImageReplyHead(whole.subarray(0, cut), whole.length);
+        if (cut < headLength) expect(read, `prefix of ${cut}`).toBe('more');
+        else
+          expect(read).toEqual({
+            header: { version: 5, sequence: 42n, name: name(':a:b') },
+            compressed,
+            headLength,
+            imageLength: image.length,
+          });
+      }
+    }
+  });
+
+  test('is null for any other message, so that one is read whole', () => {
+    const others = [
+      wire(':a', { kind: 'failure', message: 'no such unikernel' }),
+      wire(':a', { kind: 'reply', reply: { type: 'string', text: 'destroyed' } }),
+    ];
+    for (const other of others) {
+      const bytes = ok(encodeWire(other));
+      expect(readImageReplyHead(bytes, bytes.length)).toBeNull();
+    }
+  });
+
+  test('is null for a head that lies about the message: wrong total, other wrappers, a non-DER length', () => {
+    const whole = reply(false);
+    expect(readImageReplyHead(whole, whole.length + 1)).toBeNull();
+    expect(readImageReplyHead(whole, whole.length - 1)).toBeNull();
+    const otherTag = Uint8Array.from(whole);
+    otherTag[0] = 0x31; // a SET, not a SEQUENCE
+    expect(readImageReplyHead(otherTag, whole.length)).toBeNull();
+    // The boolean as 0x01 instead of DER's 0xff: not what imageReplyHead writes.
+    const loose = Uint8Array.from(reply(true));
+    const at = loose.length - image.length - 2 - 2 - 1; // the boolean's value byte
+    expect(loose[at]).toBe(0xff);
+    loose[at] = 0x01;
+    expect(readImageReplyHead(loose, loose.length)).toBeNull();
   });
 });
