@@ -12,10 +12,11 @@
 // Run: npm run build:native && npm run bench -- boot
 
 import { spawnSync } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-// The tests' gate: kvm-probe, and PETREL_TEST_NO_KVM=1 to measure as on a host without KVM.
 import { kvmUsable } from '../test/native/kvm.js';
+// The tests' gate: kvm-probe, and PETREL_TEST_NO_KVM=1 to measure as on a host without KVM.
+import { loadAverage } from './load.js';
 
 const RUNS = 50;
 const WARMUP = 5;
@@ -137,11 +138,10 @@ function ratio(label: string, ours: number | undefined, theirs: number | undefin
 
 const floor: Case = { name: '/bin/true (process-start floor)', cmd: '/bin/true', args: [], status: 0 };
 const kvm = kvmUsable;
-const loadavg = () => readFileSync('/proc/loadavg', 'utf8').trim();
 console.log(
   `boot to exit, ${RUNS} alternating rounds after ${WARMUP} warm-up runs each; ms; peak RSS over ${RSS_RUNS} runs`,
 );
-console.log(`/dev/kvm usable: ${kvm}; load average before: ${loadavg()}`);
+console.log(`/dev/kvm usable: ${kvm}; load average before: ${loadAverage()}`);
 
 // spt: the tender, the floor and solo5-spt on the same image, in the same rounds.
 const sptExit: Case = {
@@ -222,4 +222,4 @@ const hvtMedians = report(hvt);
 if (solo5HvtExit)
   ratio('petrel-hvt / solo5-hvt', hvtMedians.get(hvtExit.name), hvtMedians.get(solo5HvtExit.name), 1.0);
 else console.log('SOLO5_HVT not set: no solo5-hvt comparison');
-console.log(`\nload average after: ${loadavg()}`);
+console.log(`\nload average after: ${loadAverage()}`);

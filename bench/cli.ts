@@ -13,11 +13,12 @@
 import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
-import { loadavg, tmpdir } from 'node:os';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { launchDaemon } from '../test/daemon/process.js';
 import { repo } from '../test/engine/guest.js';
 import { makeNetns } from '../test/engine/harness.js';
+import { loadAverage } from './load.js';
 
 const RUNS = Number(process.env.BENCH_CLI_RUNS ?? 40);
 const WARM_UP = 3;
@@ -119,11 +120,7 @@ try {
       'same petreld, NODE_EXTRA_CA_CERTS unset',
     );
   }
-  console.log(
-    `  load average: ${loadavg()
-      .map((l) => l.toFixed(2))
-      .join(' ')}`,
-  );
+  console.log(`  load average: ${loadAverage()}`);
 } finally {
   await daemon.stop();
   netns.destroy();

@@ -12,6 +12,7 @@ import { request } from '../test/daemon/client.js';
 import { launchDaemon } from '../test/daemon/process.js';
 import { repo, sptCanary } from '../test/engine/guest.js';
 import { canaryConfig, makeNetns } from '../test/engine/harness.js';
+import { loadAverage } from './load.js';
 
 const LINES = 200_000;
 const reader = path.join(repo, 'test', 'console', 'reader.mjs');
@@ -81,12 +82,7 @@ try {
   console.log(
     `  ring memory: empty ${ringBytes(0)} B, full (1024 lines of ~25 B) ${ringBytes(1024)} B (JS heap)`,
   );
-  console.log(
-    `  load average: ${(await import('node:os'))
-      .loadavg()
-      .map((l) => l.toFixed(2))
-      .join(' ')}`,
-  );
+  console.log(`  load average: ${loadAverage()}`);
 } finally {
   await daemon.stop();
   netns.destroy();

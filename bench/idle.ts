@@ -24,7 +24,8 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { FILE_THREAD_IDLE_MS } from '../src/host/file-thread.js';
 import { launchDaemon } from '../test/daemon/process.js';
-import { load, loopbackNetns, PETRELD, petreldFlags, pki, runWorkers, startFloorProcess } from './tls.js';
+import { loadAverage } from './load.js';
+import { loopbackNetns, PETRELD, petreldFlags, pki, runWorkers, startFloorProcess } from './tls.js';
 
 const SESSIONS = Number(process.env.BENCH_IDLE_SESSIONS ?? 1000);
 const SETTLE_MS = 5_000;
@@ -49,7 +50,7 @@ function report(label: string, pid: number, target = ''): void {
   const { rss, anon, file } = resident(pid);
   console.log(
     `${label}: RSS ${rss.toFixed(1)} MiB (anonymous ${anon.toFixed(1)}, node binary and libraries ${file.toFixed(1)})` +
-      `  [${target === '' ? '' : `target ${target}; `}load average ${load()}]`,
+      `  [${target === '' ? '' : `target ${target}; `}load average ${loadAverage()}]`,
   );
 }
 

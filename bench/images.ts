@@ -12,12 +12,13 @@
 
 import { createHash } from 'node:crypto';
 import { mkdtemp, readdir, readFile, rm, stat } from 'node:fs/promises';
-import { loadavg, tmpdir } from 'node:os';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { request, said } from '../test/daemon/client.js';
 import { type DaemonProcess, launchDaemon } from '../test/daemon/process.js';
 import { canaryImage, guestMode, testTender } from '../test/engine/guest.js';
 import { canaryConfig, createCommand, makeNetns } from '../test/engine/harness.js';
+import { loadAverage } from './load.js';
 
 const COUNT = Number(process.env.BENCH_IMAGES_COUNT ?? 40);
 const IMAGE_MB = Number(process.env.BENCH_IMAGES_MB ?? 8);
@@ -139,11 +140,7 @@ try {
   console.log(
     `  petreld restart: ${listed} of ${COUNT} unikernels back, ready after ${restartMs.toFixed(0)} ms`,
   );
-  console.log(
-    `load average: ${loadavg()
-      .map((l) => l.toFixed(2))
-      .join(' ')}`,
-  );
+  console.log(`load average: ${loadAverage()}`);
 } finally {
   await daemon?.stop();
   netns.destroy();

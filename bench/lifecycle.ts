@@ -13,6 +13,7 @@ import path from 'node:path';
 import type { Subscriber } from '../src/console/hub.js';
 import { build, canaryImage, guestMode, sptCanary, testTender } from '../test/engine/guest.js';
 import { canaryConfig, createCommand, makeEngine, name } from '../test/engine/harness.js';
+import { loadAverage } from './load.js';
 
 const RUNS = 40;
 const PAIRS = 200;
@@ -134,12 +135,7 @@ try {
       `  daemon RSS: ${before} KiB with ${FIRST} running VMs → ${after} KiB with ${FIRST + MORE}: ${((after - before) / MORE).toFixed(1)} KiB per VM (target ≤ 100; the image is in the store, not in memory)`,
     );
   }
-  console.log(
-    `load average: ${(await import('node:os'))
-      .loadavg()
-      .map((l) => l.toFixed(2))
-      .join(' ')}`,
-  );
+  console.log(`load average: ${loadAverage()}`);
 } finally {
   await t.close();
   await rm(scratch, { recursive: true, force: true });

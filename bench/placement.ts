@@ -16,7 +16,7 @@
 // Run: npm run bench -- placement
 
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
@@ -25,6 +25,7 @@ import { loadMigrations, migrate } from '../src/fleet/migrate.js';
 import { type Requirements, spreadKey } from '../src/fleet/placement.js';
 import { PREFILTER_SQL, prefilterParams, Registry } from '../src/fleet/registry.js';
 import { ABI_VERSION } from '../src/tender/abi.js';
+import { loadAverage } from './load.js';
 
 const SIZES = [10, 1_000, 10_000];
 const RUNS = 200;
@@ -314,14 +315,13 @@ async function main(): Promise<number> {
     if (!migrated.ok) throw new Error(migrated.error.message);
     const registry = new Registry(pool);
 
-    const loadavg = () => readFileSync('/proc/loadavg', 'utf8').trim();
-    console.log(`load average before: ${loadavg()}`);
+    console.log(`load average before: ${loadAverage()}`);
     const decisions = await decisionTimes(pool, registry);
     const concurrent = await concurrency(url.toString(), pool);
     console.log(
       `\nmedian at ${SIZES.at(-1)} rows: place ${decisions.place.toFixed(2)} ms, reserve ${decisions.reserve.toFixed(2)} ms (target ≤ ${TARGET_MS} ms)`,
     );
-    console.log(`load average after: ${loadavg()}`);
+    console.log(`load average after: ${loadAverage()}`);
     return decisions.gin && decisions.place <= TARGET_MS && decisions.reserve <= TARGET_MS && concurrent
       ? 0
       : 1;

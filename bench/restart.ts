@@ -11,11 +11,12 @@
 
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
-import { loadavg, tmpdir } from 'node:os';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { commandFrame, open, request, said } from '../test/daemon/client.js';
 import { build, canaryImage, repo, testTender } from '../test/engine/guest.js';
 import { canaryConfig, makeNetns } from '../test/engine/harness.js';
+import { loadAverage } from './load.js';
 
 const VMS = Number(process.env.BENCH_VMS ?? 100);
 const LAUNCHER = path.join(repo, 'test', 'daemon', 'launch.mjs');
@@ -153,11 +154,7 @@ try {
   console.log(
     `  goal ≤ 1000 ms and 0 restarted; adopting vs booting again: ${ratio(times.SIGTERM ?? 0, times.SIGUSR2 ?? 1)}× (SIGTERM), ${ratio(times.SIGKILL ?? 0, times.SIGUSR2 ?? 1)}× (SIGKILL)`,
   );
-  console.log(
-    `load average: ${loadavg()
-      .map((l) => l.toFixed(2))
-      .join(' ')}`,
-  );
+  console.log(`load average: ${loadAverage()}`);
 } finally {
   daemon.child.kill('SIGUSR2'); // stops every guest (SIGTERM leaves them to the holder)
   await daemon.exited;

@@ -25,12 +25,13 @@
 import { spawnSync } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
-import { loadavg, tmpdir } from 'node:os';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { request, said } from '../test/daemon/client.js';
 import { type DaemonProcess, launchDaemon } from '../test/daemon/process.js';
 import { repo, sptCanary, sptCanaryNet } from '../test/engine/guest.js';
 import { canaryConfig, createCommand, makeNetns } from '../test/engine/harness.js';
+import { loadAverage } from './load.js';
 
 const VMS = Number(process.env.BENCH_SCALE_VMS ?? 1000);
 const BATCH = Number(process.env.BENCH_SCALE_BATCH ?? 30);
@@ -44,10 +45,6 @@ const PETRELD = path.join(repo, 'dist', 'src', 'cli', 'petreld.js');
 const CLOCK_TICKS = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout.trim() || 100);
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-const load = () =>
-  loadavg()
-    .map((l) => l.toFixed(2))
-    .join(' ');
 const median = (values: readonly number[]) => {
   const sorted = [...values].sort((a, b) => a - b);
   return sorted[Math.floor(sorted.length / 2)] as number;
@@ -240,7 +237,7 @@ try {
   const rss = (label: string, node: Node) => {
     const { rss: total, anon } = resident(node.daemon.pid);
     console.log(
-      `${node.label}, ${label}: RSS ${total.toFixed(1)} MiB (anonymous ${anon.toFixed(1)})  [load average ${load()}]`,
+      `${node.label}, ${label}: RSS ${total.toFixed(1)} MiB (anonymous ${anon.toFixed(1)})  [load average ${loadAverage()}]`,
     );
     return total;
   };
@@ -256,7 +253,9 @@ try {
     const to = Math.min(VMS, from + tenth);
     fill.push(`${to}: ${(await createRate(busy, range('vm', from, to))).rate.toFixed(1)}/s`);
   }
-  console.log(`fill to ${VMS}, creates per second by tenth: ${fill.join(', ')}  [load average ${load()}]`);
+  console.log(
+    `fill to ${VMS}, creates per second by tenth: ${fill.join(', ')}  [load average ${loadAverage()}]`,
+  );
 
   const batches = { idle: [] as Batch[], busy: [] as Batch[] };
   for (let round = 0; round < ROUNDS; round++) {
@@ -271,7 +270,7 @@ try {
   const holderCpu = (which: 'idle' | 'busy') => median(batches[which].map((b) => b.holderCpu));
   const each = (which: 'idle' | 'busy') => batches[which].map((b) => b.rate.toFixed(0)).join(' ');
   console.log(
-    `create rate, ${ROUNDS} alternating batches of ${BATCH} (medians): none running ${rate('idle').toFixed(1)}/s (${each('idle')}), ${VMS} running ${rate('busy').toFixed(1)}/s (${each('busy')}): ratio ${(rate('busy') / rate('idle')).toFixed(2)} (target ≥ 0.9)  [load average ${load()}]`,
+    `create rate, ${ROUNDS} alternating batches of ${BATCH} (medians): none running ${rate('idle').toFixed(1)}/s (${each('idle')}), ${VMS} running ${rate('busy').toFixed(1)}/s (${each('busy')}): ratio ${(rate('busy') / rate('idle')).toFixed(2)} (target ≥ 0.9)  [load average ${loadAverage()}]`,
   );
   console.log(
     `CPU per create (medians): petreld none running ${cpu('idle').toFixed(2)} ms, ${VMS} running ${cpu('busy').toFixed(2)} ms (ratio ${(cpu('busy') / cpu('idle')).toFixed(2)}); its holder ${holderCpu('idle').toFixed(2)} ms, ${holderCpu('busy').toFixed(2)} ms`,
@@ -284,7 +283,7 @@ try {
     infos.push(ms);
   }
   console.log(
-    `info of all ${VMS}: median ${median(infos).toFixed(1)} ms, max ${Math.max(...infos).toFixed(1)} ms (target ≤ 50)  [load average ${load()}]`,
+    `info of all ${VMS}: median ${median(infos).toFixed(1)} ms, max ${Math.max(...infos).toFixed(1)} ms (target ≤ 50)  [load average ${loadAverage()}]`,
   );
 
   rss(`${VMS} running, at once`, busy);

@@ -44,7 +44,7 @@ import { constants } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
-import { loadavg, tmpdir } from 'node:os';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { connect, createSecureContext, createServer } from 'node:tls';
 import { fileURLToPath } from 'node:url';
@@ -63,6 +63,7 @@ import { decodeWire, encodeWire, FrameReader, frame } from '../src/wire/index.js
 import { launchDaemon } from '../test/daemon/process.js';
 import { kvmUsable, probeWithFakeKvm as probe, repo, testTender } from '../test/engine/guest.js';
 import { makeNetns } from '../test/engine/harness.js';
+import { loadAverage } from './load.js';
 
 const SEQUENTIAL = Number(process.env.BENCH_TLS_SESSIONS ?? 10_000);
 const WORKERS = Number(process.env.BENCH_TLS_WORKERS ?? 10);
@@ -261,11 +262,6 @@ export function processCpu(pid: number): { user: number; system: number } {
 const quantile = (sorted: readonly number[], q: number): number =>
   sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? Number.NaN;
 
-export const load = (): string =>
-  loadavg()
-    .map((l) => l.toFixed(2))
-    .join(' ');
-
 function report(label: string, outcome: Outcome, target: string): void {
   const sorted = [...outcome.times].sort((a, b) => a - b);
   const p50 = quantile(sorted, 0.5).toFixed(2);
@@ -278,7 +274,7 @@ function report(label: string, outcome: Outcome, target: string): void {
       : `, daemon CPU ${perSession(cpu.user + cpu.system)} ms/session (user ${perSession(cpu.user)}, system ${perSession(cpu.system)})`;
   console.log(
     `${label}: ${sorted.length} sessions, p50 ${p50} ms, p99 ${p99} ms, errors ${outcome.errors.length}${daemon}` +
-      `  [target ${target}; load average ${load()}]`,
+      `  [target ${target}; load average ${loadAverage()}]`,
   );
   for (const message of [...new Set(outcome.errors)].slice(0, 5)) console.log(`  error: ${message}`);
 }
@@ -488,7 +484,7 @@ async function processSection(dir: string, files: Awaited<ReturnType<typeof pki>
     const cold = await round(ports.petreld, petreld.pid, 0);
     console.log(
       `petreld process, the first ${ROUND} sessions after start (petrel client): ` +
-        `server CPU ${perSession(cold).toFixed(2)} ms/session, errors ${cold.errors.length}  [load average ${load()}]`,
+        `server CPU ${perSession(cold).toFixed(2)} ms/session, errors ${cold.errors.length}  [load average ${loadAverage()}]`,
     );
     for (const port of [ports.petreld, ports.floor]) {
       const warm: Job = { server: at(port), kind: 'petrel', clients: 1, sessions: PROCESS_WARM_UP };
@@ -566,7 +562,7 @@ function printRounds(
       `median ${ours.toFixed(2)} ms/session (rounds: ${list(rounds.petreld)}); floor (bare node:tls ` +
       `process, same sessions) median ${bare.toFixed(2)} ms (rounds: ${list(rounds.floor)}); ` +
       `petreld − floor ${(ours - bare).toFixed(2)} ms, ratio ${(ours / bare).toFixed(2)}; errors ${errors.length}` +
-      `  [target ${target}; load average ${load()}]`,
+      `  [target ${target}; load average ${loadAverage()}]`,
   );
   for (const message of [...new Set(errors)].slice(0, 5)) console.log(`  error: ${message}`);
 }
@@ -663,7 +659,7 @@ async function main(): Promise<void> {
     console.log(
       `daemon RSS after GC: first ${first.toFixed(1)} MiB, last ${last.toFixed(1)} MiB ` +
         `(growth ${(last - first).toFixed(1)} MiB; every ${step}: ${samples.map((s) => s.toFixed(1)).join(' ')})` +
-        `  [target: no growth; load average ${load()}]`,
+        `  [target: no growth; load average ${loadAverage()}]`,
     );
   } finally {
     await cleanUp();
