@@ -16,7 +16,7 @@ import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { kvmUsable } from '../test/native/kvm.js';
 // The tests' gate: kvm-probe, and PETREL_TEST_NO_KVM=1 to measure as on a host without KVM.
-import { loadAverage } from './load.js';
+import { loadAverage } from './support/load.js';
 
 const RUNS = 50;
 const WARMUP = 5;

@@ -18,7 +18,7 @@ import path from 'node:path';
 import { launchDaemon } from '../test/daemon/process.js';
 import { repo } from '../test/engine/guest.js';
 import { makeNetns } from '../test/engine/harness.js';
-import { loadAverage } from './load.js';
+import { loadAverage } from './support/load.js';
 
 const RUNS = Number(process.env.BENCH_CLI_RUNS ?? 40);
 const WARM_UP = 3;

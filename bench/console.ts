@@ -12,7 +12,7 @@ import { request } from '../test/daemon/client.js';
 import { launchDaemon } from '../test/daemon/process.js';
 import { repo, sptCanary } from '../test/engine/guest.js';
 import { canaryConfig, makeNetns } from '../test/engine/harness.js';
-import { loadAverage } from './load.js';
+import { loadAverage } from './support/load.js';
 
 const LINES = 200_000;
 const reader = path.join(repo, 'test', 'console', 'reader.mjs');

@@ -24,7 +24,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { FILE_THREAD_IDLE_MS } from '../src/host/file-thread.js';
 import { launchDaemon } from '../test/daemon/process.js';
-import { loadAverage } from './load.js';
+import { loadAverage } from './support/load.js';
 import { loopbackNetns, PETRELD, petreldFlags, pki, runWorkers, startFloorProcess } from './tls.js';
 
 const SESSIONS = Number(process.env.BENCH_IDLE_SESSIONS ?? 1000);

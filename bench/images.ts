@@ -18,7 +18,7 @@ import { request, said } from '../test/daemon/client.js';
 import { type DaemonProcess, launchDaemon } from '../test/daemon/process.js';
 import { canaryImage, guestMode, testTender } from '../test/engine/guest.js';
 import { canaryConfig, createCommand, makeNetns } from '../test/engine/harness.js';
-import { loadAverage } from './load.js';
+import { loadAverage } from './support/load.js';
 
 const COUNT = Number(process.env.BENCH_IMAGES_COUNT ?? 40);
 const IMAGE_MB = Number(process.env.BENCH_IMAGES_MB ?? 8);

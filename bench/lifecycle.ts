@@ -13,7 +13,7 @@ import path from 'node:path';
 import type { Subscriber } from '../src/console/hub.js';
 import { build, canaryImage, guestMode, sptCanary, testTender } from '../test/engine/guest.js';
 import { canaryConfig, createCommand, makeEngine, name } from '../test/engine/harness.js';
-import { loadAverage } from './load.js';
+import { loadAverage } from './support/load.js';
 
 const RUNS = 40;
 const PAIRS = 200;

@@ -25,7 +25,7 @@ import { loadMigrations, migrate } from '../src/fleet/migrate.js';
 import { type Requirements, spreadKey } from '../src/fleet/placement.js';
 import { PREFILTER_SQL, prefilterParams, Registry } from '../src/fleet/registry.js';
 import { ABI_VERSION } from '../src/tender/abi.js';
-import { loadAverage } from './load.js';
+import { loadAverage } from './support/load.js';
 
 const SIZES = [10, 1_000, 10_000];
 const RUNS = 200;

@@ -16,7 +16,7 @@ import path from 'node:path';
 import { commandFrame, open, request, said } from '../test/daemon/client.js';
 import { build, canaryImage, repo, testTender } from '../test/engine/guest.js';
 import { canaryConfig, makeNetns } from '../test/engine/harness.js';
-import { loadAverage } from './load.js';
+import { loadAverage } from './support/load.js';
 
 const VMS = Number(process.env.BENCH_VMS ?? 100);
 const LAUNCHER = path.join(repo, 'test', 'daemon', 'launch.mjs');

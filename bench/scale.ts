@@ -31,7 +31,7 @@ import { request, said } from '../test/daemon/client.js';
 import { type DaemonProcess, launchDaemon } from '../test/daemon/process.js';
 import { repo, sptCanary, sptCanaryNet } from '../test/engine/guest.js';
 import { canaryConfig, createCommand, makeNetns } from '../test/engine/harness.js';
-import { loadAverage } from './load.js';
+import { loadAverage } from './support/load.js';
 
 const VMS = Number(process.env.BENCH_SCALE_VMS ?? 1000);
 const BATCH = Number(process.env.BENCH_SCALE_BATCH ?? 30);

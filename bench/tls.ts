@@ -63,7 +63,7 @@ import { decodeWire, encodeWire, FrameReader, frame } from '../src/wire/index.js
 import { launchDaemon } from '../test/daemon/process.js';
 import { kvmUsable, probeWithFakeKvm as probe, repo, testTender } from '../test/engine/guest.js';
 import { makeNetns } from '../test/engine/harness.js';
-import { loadAverage } from './load.js';
+import { loadAverage } from './support/load.js';
 
 const SEQUENTIAL = Number(process.env.BENCH_TLS_SESSIONS ?? 10_000);
 const WORKERS = Number(process.env.BENCH_TLS_WORKERS ?? 10);
