@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Installs what Petrel needs from Debian's packages on a fresh machine (as root), only what is
-# missing: a C toolchain and Linux headers for native/, iproute2 and taskset for the host side,
-# binutils (the canary build checks it has no SSE), openssl (TLS preflight tests), time (boot
-# benchmark). PostgreSQL, for the fleet tests only, is installed by .ci/run.
+# missing: a C and C++ toolchain (g++ for native/certlist, built on node's C++ headers) and Linux
+# headers for native/, iproute2 and taskset for the host side, binutils (the canary build checks
+# it has no SSE), openssl (TLS preflight tests), time (boot benchmark). PostgreSQL, for the fleet tests only, is installed by .ci/run.
 set -euo pipefail
 need=()
 command -v gcc >/dev/null || need+=(gcc)
+command -v g++ >/dev/null || need+=(g++)
 command -v make >/dev/null || need+=(make)
 command -v ip >/dev/null || need+=(iproute2)
 [ -f /usr/include/linux/kvm.h ] || need+=(linux-libc-dev)

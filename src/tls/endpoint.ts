@@ -23,6 +23,7 @@ import { createSecureContext, type SecureContext, TLSSocket } from 'node:tls';
 import pino, { type Logger } from 'pino';
 import { err, ok, type Result } from '../resources/errors.js';
 import { printName } from '../resources/name.js';
+import { acceptLargeCertificates } from './certlist.js';
 import { loadTrustAnchor, MAX_CHAIN, type TrustAnchor, verifyClientChain } from './chain.js';
 import { type Channel, SocketChannel } from './channel.js';
 import { describeError, type TlsError, tlsError } from './errors.js';
@@ -88,6 +89,9 @@ export function createTlsEndpoint(options: TlsEndpointOptions): Result<TlsEndpoi
   } catch (e) {
     return err('E_TLS_ANCHOR', `the server certificate or key is unusable: ${describeError(e)}`);
   }
+  // Stock albatross-client leaves carry whole images: TLS's limit, not OpenSSL's 100 KiB.
+  const large = acceptLargeCertificates(context);
+  if (!large.ok) return large;
   return ok(new Endpoint(options, anchor.value, context));
 }
 
