@@ -20,8 +20,8 @@ export const COLLECT_EVERY = 2 * 1024 * 1024;
 type Collect = (options: { type: 'major' }) => void;
 let collect: Collect | null = null;
 
-/** A full collection, then what it freed goes back to the kernel. */
-function collectAndRelease(): void {
+/** A full collection, then what it freed goes back to the kernel (also for tests' baselines). */
+export function collectAndRelease(): void {
   collector()({ type: 'major' });
   trimAllocator();
 }

@@ -7,7 +7,9 @@
 //                       probe's kvm answer is a TEST DOUBLE (as with the fake-kvm tender of
 //                       test/engine/guest.ts)
 // Prints READY on stdout once started; SIGTERM stops it as petreld does (guests as
-// stopGuestsOnExit says), SIGUSR2 stops it with every guest.
+// stopGuestsOnExit says), SIGUSR2 stops it with every guest. SIGWINCH (test only): full
+// collections and a malloc trim, then COLLECTED on stdout, so a test samples memory that is
+// kept, not garbage a busy machine has not collected yet (test/memory.ts).
 
 import { spawnSync } from 'node:child_process';
 import diagnostics from 'node:diagnostics_channel';
@@ -56,6 +58,17 @@ if (!started.ok) {
   process.stderr.write(`start failed: ${started.error.message}\n`);
   process.exit(1);
 }
+const { collectAndRelease } = await import(new URL('host/garbage.js', dist).href);
+process.on('SIGWINCH', () => {
+  // Buffer memory is swept on a background thread after a collection: a few rounds, apart.
+  let rounds = 0;
+  const round = () => {
+    collectAndRelease();
+    if (++rounds < 3) setTimeout(round, 20);
+    else process.stdout.write('COLLECTED\n');
+  };
+  round();
+});
 process.stdout.write('READY\n');
 process.once('SIGTERM', () => daemon.stop().then(() => process.exit(0)));
 process.once('SIGUSR2', () => daemon.stop({ stopGuests: true }).then(() => process.exit(0)));

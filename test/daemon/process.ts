@@ -16,6 +16,11 @@ export interface DaemonProcess {
   /** What it wrote on stderr so far. */
   stderr(): string;
   stop(signal?: 'SIGUSR2' | 'SIGTERM'): Promise<void>;
+  /**
+   * Full collections and a malloc trim in petreld, resolved once done (launch.mjs only: its
+   * SIGWINCH hook; petreld itself has none).
+   */
+  collect(): Promise<void>;
 }
 
 export function launchDaemon(
@@ -46,6 +51,17 @@ export function launchDaemon(
     async stop(signal = 'SIGUSR2') {
       if (child.exitCode === null && child.signalCode === null) child.kill(signal);
       await exited;
+    },
+    collect() {
+      return new Promise<void>((resolve, reject) => {
+        const heard = (d: Buffer) => {
+          if (!d.toString().includes('COLLECTED')) return;
+          child.stdout?.off('data', heard);
+          resolve();
+        };
+        child.stdout?.on('data', heard);
+        if (!child.kill('SIGWINCH')) reject(new Error('petreld is not running'));
+      });
     },
   };
   return new Promise((resolve, reject) => {

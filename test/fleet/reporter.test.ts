@@ -23,12 +23,20 @@ describeWithPostgres('fleet reporter', (pg) => {
   it('reports at start and on every heartbeat; a capability lost between reports disappears', async () => {
     const { pool } = await pg.schema();
     const registry = new Registry(pool);
-    let current: CapabilityReport = report();
-    const r = reporter({
+    const before = report();
+    let current: CapabilityReport = before;
+    // Reports never overlap: the completed-report count when the first probe that saw the
+    // change began. A heartbeat already under way at the change probed the old report and
+    // must not count; the one that began after it is done once `reports` passes this mark.
+    let changedAt: number | null = null;
+    const r: FleetReporter = reporter({
       registry,
       nodeId: 'gw-04',
       address: '127.0.0.1:1025',
-      probe: async () => current,
+      probe: async () => {
+        if (current !== before && changedAt === null) changedAt = r.reports;
+        return current;
+      },
       runtimes: ['hvt'],
       heartbeatMs: 50,
     });
@@ -38,10 +46,8 @@ describeWithPostgres('fleet reporter', (pg) => {
         ok: true,
         value: { node: 'gw-04' },
       });
-      const seen = async () => (await pool.query(`SELECT last_seen FROM nodes`)).rows[0]?.last_seen as Date;
-      const first = await seen();
       current = report({ kvm: false });
-      await until(async () => (await seen()).getTime() > first.getTime() && r.reports >= 2);
+      await until(async () => changedAt !== null && r.reports > changedAt);
       const placed = await registry.place(HVT, { freshMs: 30_000 });
       expect(placed).toMatchObject({ ok: false, error: { code: 'E_FLEET_NO_CAPABLE_NODE' } });
       if (!placed.ok)

@@ -1,0 +1,37 @@
+// The one rule for memory assertions in tests: memory is sampled after full collections and a
+// malloc trim (what is kept, not garbage a busy machine has not collected yet) and compared with
+// the size of the transfer, never with an absolute figure (those belong in bench/).
+import { readFile, writeFile } from 'node:fs/promises';
+import type { DaemonProcess } from './daemon/process.js';
+
+/**
+ * What a test may see a transfer cost: at most this share of its size. Whatever holds the
+ * transfer whole costs at least all of it, so a test at this share still fails on that; what is
+ * streamed costs a window of a few MiB, and the rest of the share is the margin a busy machine
+ * keeps (collections that come late while the CPU is taken by others).
+ */
+export const TRANSFER_SHARE = 0.6;
+
+/** The most memory a transfer of `bytes` may cost under the rule above. */
+export function transferAllowance(bytes: number): number {
+  return Math.floor(bytes * TRANSFER_SHARE);
+}
+
+const status = async (pid: number, field: 'VmRSS' | 'VmHWM') =>
+  Number(new RegExp(`${field}:\\s+(\\d+)`).exec(await readFile(`/proc/${pid}/status`, 'utf8'))?.[1]) * 1024;
+
+/**
+ * How far petreld's resident memory peaked (VmHWM) above where it was after a collection and
+ * trim, while `during` ran.
+ */
+export async function peakRise<T>(
+  daemon: DaemonProcess,
+  during: () => Promise<T>,
+): Promise<{ value: T; bytes: number }> {
+  await daemon.collect();
+  const before = await status(daemon.pid, 'VmRSS');
+  await writeFile(`/proc/${daemon.pid}/clear_refs`, '5'); // the peak starts again from now
+  const value = await during();
+  return { value, bytes: (await status(daemon.pid, 'VmHWM')) - before };
+}
+
