@@ -12,10 +12,11 @@
  *   8. GDT and page tables, CPUID, registers, TSC frequency
  *   9. module set-up, then every declared device must be attached
  *  10. boot information, manifest copy, command line
- *  11. refuse READ_IMPLIES_EXEC
+ *  11. refuse READ_IMPLIES_EXEC, install the seccomp filter (sandbox.c)
  *  12. run until the guest halts
  *
- * It offers no ring I/O and installs no seccomp filter. */
+ * It offers no ring I/O. From step 11 on it may only make the calls the filter
+ * allows: no allocation, no assert, no abort. */
 #include <string.h>
 
 #include "args.h"
@@ -27,6 +28,7 @@
 #include "image.h"
 #include "kvm.h"
 #include "process.h"
+#include "sandbox.h"
 #include "signals.h"
 #include "util.h"
 
@@ -71,6 +73,7 @@ int main(int argc, char *argv[])
     guest_write_boot_info(&g, l.kernel_end, hz, &img.mft, argc - kernel - 1, argv + kernel + 1);
 
     refuse_read_implies_exec();
+    sandbox_install(vm.vcpu);
 
     return vm_run(&vm, &g);
 }

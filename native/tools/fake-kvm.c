@@ -26,7 +26,9 @@
  *   exit,REASON[,DETAIL]  any other exit reason (DETAIL: entry failure or suberror)
  * When the script ends, KVM_RUN reports a HLT exit.
  * $FAKEKVM_CPUID sets how many CPUID entries the host "supports" (default 150,
- * more than the tender's first guess of 100, to exercise its E2BIG retry). */
+ * more than the tender's first guess of 100, to exercise its E2BIG retry).
+ * The tender's seccomp filter goes in before the first KVM_RUN, as with real
+ * KVM; see prctl() below for the little the fake adds to it. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
@@ -37,7 +39,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/audit.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <stddef.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 static int kvm_fd = -1, vm_fd = -1, vcpu_fd = -1;
@@ -84,18 +92,54 @@ int open(const char *path, int flags, ...)
 
 int open64(const char *path, int flags, ...) __attribute__((alias("open")));
 
+/* The tender's seccomp filter is in place by the first KVM_RUN, so everything
+ * the fake does from there on must be a call that filter allows or one the
+ * prefix of prctl() below adds: writes to the log and dump descriptors opened
+ * before it, pread of /proc/self/maps, pause. Hence no stdio, no malloc. */
+static int log_fd = -1, dump_fd = -1, maps_fd = -1;
+static int prepared;
+
+static void write_all(int fd, const char *p, size_t n)
+{
+    while (n > 0) {
+        ssize_t w = write(fd, p, n);
+        if (w <= 0)
+            return;
+        p += w;
+        n -= (size_t)w;
+    }
+}
+
 static void logf_(const char *fmt, ...)
 {
-    const char *path = getenv("FAKEKVM_LOG");
-    FILE *f = path ? fopen(path, "a") : NULL;
-    if (f == NULL)
+    if (log_fd < 0)
         return;
+    char line[8192];
     va_list ap;
     va_start(ap, fmt);
-    vfprintf(f, fmt, ap);
+    int n = vsnprintf(line, sizeof line - 1, fmt, ap);
     va_end(ap);
-    fputc('\n', f);
-    fclose(f);
+    if (n < 0)
+        return;
+    if ((size_t)n > sizeof line - 2)
+        n = (int)sizeof line - 2;
+    line[n++] = '\n';
+    write_all(log_fd, line, (size_t)n);
+}
+
+/* The dump is composed here and written in one go. */
+static char dump_buf[1 << 18];
+static size_t dump_len;
+
+static void put(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void put(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(dump_buf + dump_len, sizeof dump_buf - dump_len, fmt, ap);
+    va_end(ap);
+    if (n > 0)
+        dump_len += (size_t)n < sizeof dump_buf - dump_len ? (size_t)n : sizeof dump_buf - dump_len - 1;
 }
 
 static uint64_t rd64(uint64_t gpa)
@@ -134,10 +178,10 @@ static uint64_t fnv1a(const uint8_t *p, size_t n)
     return h;
 }
 
-static void seg(FILE *f, const char *name, const struct kvm_segment *s)
+static void seg(const char *name, const struct kvm_segment *s)
 {
-    fprintf(f, "%s=0x%x\n", name, s->selector);
-    fprintf(f, "%s.base=0x%llx\n%s.limit=0x%x\n%s.type=%u\n%s.present=%u\n%s.dpl=%u\n%s.db=%u\n%s.s=%u\n"
+    put("%s=0x%x\n", name, s->selector);
+    put("%s.base=0x%llx\n%s.limit=0x%x\n%s.type=%u\n%s.present=%u\n%s.dpl=%u\n%s.db=%u\n%s.s=%u\n"
                "%s.l=%u\n%s.g=%u\n%s.avl=%u\n%s.unusable=%u\n",
             name, (unsigned long long)s->base, name, s->limit, name, s->type, name, s->present, name, s->dpl,
             name, s->db, name, s->s, name, s->l, name, s->g, name, s->avl, name, s->unusable);
@@ -147,83 +191,85 @@ static void seg(FILE *f, const char *name, const struct kvm_segment *s)
  * expectations serves both. */
 static void dump(void)
 {
-    const char *path = getenv("FAKEKVM_DUMP");
-    FILE *f = path ? fopen(path, "w") : NULL;
-    if (f == NULL)
+    if (dump_fd < 0)
         return;
-    fprintf(f, "slot=%u\nslot.flags=0x%x\nslot.guest_phys_addr=0x%llx\nslot.memory_size=0x%llx\n", slot.slot,
+    dump_len = 0;
+    put("slot=%u\nslot.flags=0x%x\nslot.guest_phys_addr=0x%llx\nslot.memory_size=0x%llx\n", slot.slot,
             slot.flags, (unsigned long long)slot.guest_phys_addr, (unsigned long long)slot.memory_size);
-    fprintf(f, "cpuid.nent=%u\n", cpuid_nent);
-    fprintf(f, "cr0=0x%llx\ncr2=0x%llx\ncr3=0x%llx\ncr4=0x%llx\ncr8=0x%llx\nefer=0x%llx\napic_base=0x%llx\n",
+    put("cpuid.nent=%u\n", cpuid_nent);
+    put("cr0=0x%llx\ncr2=0x%llx\ncr3=0x%llx\ncr4=0x%llx\ncr8=0x%llx\nefer=0x%llx\napic_base=0x%llx\n",
             (unsigned long long)sregs.cr0, (unsigned long long)sregs.cr2, (unsigned long long)sregs.cr3,
             (unsigned long long)sregs.cr4, (unsigned long long)sregs.cr8, (unsigned long long)sregs.efer,
             (unsigned long long)sregs.apic_base);
-    fprintf(f, "gdtr.base=0x%llx\ngdtr.limit=0x%x\nidtr.base=0x%llx\nidtr.limit=0x%x\n",
+    put("gdtr.base=0x%llx\ngdtr.limit=0x%x\nidtr.base=0x%llx\nidtr.limit=0x%x\n",
             (unsigned long long)sregs.gdt.base, sregs.gdt.limit, (unsigned long long)sregs.idt.base,
             sregs.idt.limit);
-    seg(f, "cs", &sregs.cs);
-    seg(f, "ds", &sregs.ds);
-    seg(f, "es", &sregs.es);
-    seg(f, "fs", &sregs.fs);
-    seg(f, "gs", &sregs.gs);
-    seg(f, "ss", &sregs.ss);
-    seg(f, "tr", &sregs.tr);
-    seg(f, "ldtr", &sregs.ldt);
+    seg("cs", &sregs.cs);
+    seg("ds", &sregs.ds);
+    seg("es", &sregs.es);
+    seg("fs", &sregs.fs);
+    seg("gs", &sregs.gs);
+    seg("ss", &sregs.ss);
+    seg("tr", &sregs.tr);
+    seg("ldtr", &sregs.ldt);
     int pending_irq = 0;
     for (size_t i = 0; i < sizeof sregs.interrupt_bitmap / sizeof sregs.interrupt_bitmap[0]; i++)
         pending_irq |= sregs.interrupt_bitmap[i] != 0;
-    fprintf(f, "interrupt_bitmap=%d\n", pending_irq);
+    put("interrupt_bitmap=%d\n", pending_irq);
     const char *names[] = {"rax", "rbx", "rcx", "rdx", "rsi", "rdi", "rbp", "rsp", "r8", "r9", "r10", "r11",
                            "r12", "r13", "r14", "r15", "rip", "rflags"};
     const __u64 values[] = {regs.rax, regs.rbx, regs.rcx, regs.rdx, regs.rsi, regs.rdi, regs.rbp, regs.rsp, regs.r8,
                             regs.r9,  regs.r10, regs.r11, regs.r12, regs.r13, regs.r14, regs.r15, regs.rip, regs.rflags};
     for (size_t i = 0; i < sizeof values / sizeof values[0]; i++)
-        fprintf(f, "%s=0x%llx\n", names[i], (unsigned long long)values[i]);
+        put("%s=0x%llx\n", names[i], (unsigned long long)values[i]);
 
     const char *boot[] = {"mem_size", "kernel_end", "cpu_cycle_freq", "cmdline", "mft"};
     for (int i = 0; i < 5; i++)
-        fprintf(f, "boot.%s=0x%llx\n", boot[i], (unsigned long long)rd64(0x10000 + 8 * (uint64_t)i));
+        put("boot.%s=0x%llx\n", boot[i], (unsigned long long)rd64(0x10000 + 8 * (uint64_t)i));
     uint32_t hf, gf;
     memcpy(&hf, mem + 0x10028, 4);
     memcpy(&gf, mem + 0x1002c, 4);
-    fprintf(f, "boot.host_features=0x%x\nboot.guest_features=0x%x\nboot.net_ring=0x%llx\n", hf, gf,
+    put("boot.host_features=0x%x\nboot.guest_features=0x%x\nboot.net_ring=0x%llx\n", hf, gf,
             (unsigned long long)rd64(0x10030));
     uint64_t mft = rd64(0x10020);
     uint32_t version, entries;
     memcpy(&version, mem + mft, 4);
     memcpy(&entries, mem + mft + 4, 4);
-    fprintf(f, "mft.version=0x%x\nmft.entries=0x%x\n", version, entries);
+    put("mft.version=0x%x\nmft.entries=0x%x\n", version, entries);
     for (uint32_t i = 0; i < entries && i < 64; i++) {
         const uint8_t *e = mem + mft + 8 + 104 * i;
         uint32_t type;
         memcpy(&type, e + 68, 4);
-        fprintf(f, "mft[%u].name=%.67s\nmft[%u].type=0x%x\nmft[%u].props=", i, (const char *)e, i, type, i);
+        put("mft[%u].name=%.67s\nmft[%u].type=0x%x\nmft[%u].props=", i, (const char *)e, i, type, i);
         for (int j = 0; j < 16; j++)
-            fprintf(f, "%02x", e[72 + j]);
-        fprintf(f, "\nmft[%u].host_private=0x%llx\nmft[%u].attached=%u\n", i,
+            put("%02x", e[72 + j]);
+        put("\nmft[%u].host_private=0x%llx\nmft[%u].attached=%u\n", i,
                 (unsigned long long)rd64(mft + 8 + 104 * i + 88), i, e[96]);
     }
-    fprintf(f, "cmdline=%s\n", (const char *)(mem + rd64(0x10018)));
+    put("cmdline=%s\n", (const char *)(mem + rd64(0x10018)));
     for (int i = 0; i < 3; i++)
-        fprintf(f, "gdt[%d]=0x%llx\n", i, (unsigned long long)rd64(0x1000 + 8 * (uint64_t)i));
-    fprintf(f, "low.fnv1a=0x%llx\n", (unsigned long long)fnv1a(mem + 0x1000, 0x8000));
+        put("gdt[%d]=0x%llx\n", i, (unsigned long long)rd64(0x1000 + 8 * (uint64_t)i));
+    put("low.fnv1a=0x%llx\n", (unsigned long long)fnv1a(mem + 0x1000, 0x8000));
     uint64_t kend = rd64(0x10008);
     if (kend > 0x100000 && kend <= slot.memory_size)
-        fprintf(f, "image.fnv1a=0x%llx\n", (unsigned long long)fnv1a(mem + 0x100000, kend - 0x100000));
+        put("image.fnv1a=0x%llx\n", (unsigned long long)fnv1a(mem + 0x100000, kend - 0x100000));
 
     /* Host protections of guest memory, as guest-physical ranges. */
-    FILE *maps = fopen("/proc/self/maps", "r");
-    char line[512];
+    static char maps[1 << 16];
+    size_t got = 0;
+    ssize_t n;
+    while (maps_fd >= 0 && got < sizeof maps - 1 && (n = pread(maps_fd, maps + got, sizeof maps - 1 - got, (off_t)got)) > 0)
+        got += (size_t)n;
+    maps[got] = '\0';
     uintptr_t base = (uintptr_t)mem, end = base + slot.memory_size;
-    while (maps && fgets(line, sizeof line, maps)) {
+    char *save = NULL;
+    for (char *line = strtok_r(maps, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
         uintptr_t lo, hi;
         char perms[8];
         if (sscanf(line, "%lx-%lx %7s", &lo, &hi, perms) == 3 && lo < end && hi > base)
-            fprintf(f, "maps[0x%lx-0x%lx]=%s\n", (unsigned long)(lo - base), (unsigned long)(hi - base), perms);
+            put("maps[0x%lx-0x%lx]=%s\n", (unsigned long)(lo - base), (unsigned long)(hi - base), perms);
     }
-    if (maps)
-        fclose(maps);
-    fclose(f);
+    write_all(dump_fd, dump_buf, dump_len);
 }
 
 static void out(unsigned port, uint64_t value, unsigned size, int dir)
@@ -277,6 +323,39 @@ static uint64_t num(char **fields, int i)
     return fields[i] ? strtoull(fields[i], NULL, 0) : 0;
 }
 
+/* Everything that needs a call the tender's filter forbids, done before it is
+ * installed (or, if the tender never installs one, before the first step):
+ * the script copied and checked, the log, dump and maps descriptors opened. */
+static void prepare(void)
+{
+    if (prepared)
+        return;
+    prepared = 1;
+    const char *s = getenv("FAKEKVM_SCRIPT");
+    script = strdup(s ? s : "");
+    cursor = script;
+    static const char *const ops[] = {"dump", "puts", "putsraw", "hc", "io", "walltime", "poll", "bw", "br",
+                                      "nw", "nr", "halt", "sleep", "fail", "exit"};
+    for (const char *p = script; *p;) {
+        size_t n = strcspn(p, ",;"), known = 0;
+        for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
+            known |= strlen(ops[i]) == n && strncmp(ops[i], p, n) == 0;
+        if (!known) {
+            fprintf(stderr, "fake-kvm: unknown step %.*s\n", (int)n, p);
+            abort();
+        }
+        p += strcspn(p, ";");
+        p += *p == ';';
+    }
+    const char *log = getenv("FAKEKVM_LOG"), *dump = getenv("FAKEKVM_DUMP");
+    if (log)
+        log_fd = real_open(log, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+    if (dump) {
+        dump_fd = real_open(dump, O_WRONLY | O_TRUNC | O_CREAT | O_CLOEXEC, 0644);
+        maps_fd = real_open("/proc/self/maps", O_RDONLY | O_CLOEXEC, 0);
+    }
+}
+
 /* One scripted step: returns 0 with an exit in *run, or -1 with errno. */
 static int step(void)
 {
@@ -284,11 +363,7 @@ static int step(void)
         pending();
         pending = NULL;
     }
-    if (script == NULL) {
-        const char *s = getenv("FAKEKVM_SCRIPT");
-        script = strdup(s ? s : "");
-        cursor = script;
-    }
+    prepare();
     char *tok = cursor && *cursor ? strsep(&cursor, ";") : NULL;
     if (tok == NULL) {
         run->exit_reason = KVM_EXIT_HLT;
@@ -385,8 +460,8 @@ static int step(void)
         if (run->exit_reason == KVM_EXIT_INTERNAL_ERROR)
             run->internal.suberror = (uint32_t)num(fields, 2);
     } else {
-        fprintf(stderr, "fake-kvm: unknown step %s\n", op);
-        abort();
+        /* Unreachable: prepare() checked every step's name. */
+        _exit(127);
     }
     return 0;
 }
@@ -461,6 +536,55 @@ static int vcpu_ioctl(unsigned long req, void *arg)
     }
     errno = EINVAL;
     return -1;
+}
+
+/* The tender's filter (tender/sandbox.c) goes in through prctl: prepare
+ * first, then install it behind a prefix that allows the fake's own calls,
+ * and only those (on x86_64): write to the log and dump descriptors, pread of
+ * /proc/self/maps, pause for the sleep step. Everything else the tender does is
+ * judged by its own filter, unchanged. */
+int prctl(int option, ...)
+{
+    va_list ap;
+    va_start(ap, option);
+    unsigned long a2 = va_arg(ap, unsigned long), a3 = va_arg(ap, unsigned long);
+    unsigned long a4 = va_arg(ap, unsigned long), a5 = va_arg(ap, unsigned long);
+    va_end(ap);
+    static int (*real)(int, ...);
+    if (real == NULL)
+        real = (int (*)(int, ...))dlsym(RTLD_NEXT, "prctl");
+    if (option != PR_SET_SECCOMP || a2 != SECCOMP_MODE_FILTER)
+        return real(option, a2, a3, a4, a5);
+    prepare();
+    const struct sock_fprog *theirs = (const struct sock_fprog *)a3;
+    struct sock_filter pre[32];
+    unsigned n = 0;
+    const struct {
+        int nr, fd;
+    } own[] = {{__NR_write, log_fd}, {__NR_write, dump_fd}, {__NR_pread64, maps_fd}};
+    pre[n++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch));
+    unsigned arch_check = n++;
+    for (size_t i = 0; i < sizeof own / sizeof own[0]; i++) {
+        if (own[i].fd < 0)
+            continue;
+        pre[n++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr));
+        pre[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (uint32_t)own[i].nr, 0, 3);
+        pre[n++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args));
+        pre[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (uint32_t)own[i].fd, 0, 1);
+        pre[n++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
+    }
+    pre[n++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr));
+    pre[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_pause, 0, 1);
+    pre[n++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
+    pre[arch_check] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 0,
+                                                   (uint8_t)(n - arch_check - 1));
+    struct sock_filter *all = malloc((n + theirs->len) * sizeof *all);
+    if (all == NULL)
+        abort();
+    memcpy(all, pre, n * sizeof *all);
+    memcpy(all + n, theirs->filter, theirs->len * sizeof *all);
+    struct sock_fprog fp = {.len = (unsigned short)(n + theirs->len), .filter = all};
+    return real(option, a2, (unsigned long)&fp, a4, a5);
 }
 
 int ioctl(int fd, unsigned long req, ...)

@@ -66,7 +66,12 @@ function scripted(args: readonly string[], script: readonly string[], via?: Netn
   }
   return {
     ...r,
-    log: existsSync(log) ? readFileSync(log, 'utf8').trimEnd().split('\n') : [],
+    // The fake opens its log before the tender's filter goes in, so an empty one may exist.
+    log: existsSync(log)
+      ? readFileSync(log, 'utf8')
+          .split('\n')
+          .filter((l) => l !== '')
+      : [],
     dump: existsSync(dump) ? keyValues(readFileSync(dump, 'utf8')) : new Map(),
   };
 }

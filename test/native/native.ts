@@ -15,9 +15,10 @@ export const canaryBlk = join(build, 'canary-blk.hvt');
 export const canaryNet = join(build, 'canary-net.hvt');
 export const tapPeer = join(build, 'tap-peer');
 export const fakeKvm = join(build, 'fake-kvm.so');
+export const seccompProbe = join(build, 'seccomp-probe.so');
 
 export function requireBuilt(): void {
-  for (const f of [tender, canary, canaryBlk, canaryNet, tapPeer, fakeKvm]) {
+  for (const f of [tender, canary, canaryBlk, canaryNet, tapPeer, fakeKvm, seccompProbe]) {
     if (!existsSync(f)) throw new Error(`${f} is missing: run \`npm run build:native\` first`);
   }
 }
