@@ -34,4 +34,3 @@ export async function peakRise<T>(
   const value = await during();
   return { value, bytes: (await status(daemon.pid, 'VmHWM')) - before };
 }
-

@@ -86,7 +86,8 @@ export async function runCanary(
   options.hub.subscribe(CANARY_NAME, watcher, { count: 0 });
   const started = now();
   try {
-    const created = await options.engine.startTransient(CANARY_NAME, config);
+    // Run from its installed file: a start on a full state directory boots it all the same.
+    const created = await options.engine.startTransient(CANARY_NAME, config, options.image);
     if (!created.ok) return fail(created.error.message);
     const exited = options.engine.shutdownOf(CANARY_NAME);
     let timer: NodeJS.Timeout | undefined;

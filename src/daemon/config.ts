@@ -56,6 +56,10 @@ export interface PetrelConfig {
   /** Console bytes the holder keeps per unikernel while no petreld is attached. */
   readonly consoleBuffer: number;
   readonly stateJournalMax: number;
+  /** Bytes kept preallocated in the state directory for freeing commands on a full disk (0: none). */
+  readonly stateReserve: number;
+  /** Free bytes of the state directory below which writes of unknown size stop and preflight WARNs. */
+  readonly stateMinFree: number;
   readonly statsInterval: number;
   readonly canaryDeadline: number;
   readonly restartBackoffBase: number;
@@ -444,6 +448,22 @@ export const CONFIG_FIELDS: { readonly [K in ConfigKey]: ConfigField<PetrelConfi
     defaultText: '65536',
     help: 'bytes of state journal after which the whole state is written anew as one snapshot (or the snapshot size, if larger)',
     parse: integer(1, INT32_MAX),
+  }),
+  stateReserve: field({
+    table: 'limits',
+    arg: 'BYTES',
+    defaultValue: 1024 * 1024,
+    defaultText: '1048576',
+    help: 'bytes kept preallocated in <state-dir>/petrel.reserve and given up when a destroy (or another freeing command) finds the disk full, so its state entry is still written; 0 keeps none',
+    parse: integer(0, 1024 * 1024 * 1024),
+  }),
+  stateMinFree: field({
+    table: 'limits',
+    arg: 'BYTES',
+    defaultValue: 4 * 1024 * 1024,
+    defaultText: '4194304',
+    help: 'free bytes of the state directory that creates, block devices and image streams leave untouched (refused instead); the preflight WARNs below it',
+    parse: integer(0, Number.MAX_SAFE_INTEGER),
   }),
   statsInterval: field({
     table: 'limits',

@@ -98,6 +98,8 @@ export function createDaemon(options: DaemonOptions): Daemon {
     maxImageBytes: config.maxFrameBytes,
     stopTimeoutMs: config.stopTimeout,
     consoleBufferBytes: config.consoleBuffer,
+    reserveBytes: config.stateReserve,
+    minFree: config.stateMinFree,
     tenders: {
       ...(config.tenderHvt === null ? {} : { hvt: config.tenderHvt }),
       ...(config.tenderSpt === null ? {} : { spt: config.tenderSpt }),
@@ -175,7 +177,7 @@ export function createDaemon(options: DaemonOptions): Daemon {
     const root = rootPolicy(report, config.offerMemory);
     if (!root.ok) return root;
     const probedMs = Math.round(performance.now() - began);
-    const locked = await lockStateDir(config.stateDir);
+    const locked = await lockStateDir(config.stateDir, config.runDir);
     if (!locked.ok) return locked;
     lock = locked.value;
     const importState = await readImportFile(config.importAlbatrossState);
@@ -232,7 +234,7 @@ export function createDaemon(options: DaemonOptions): Daemon {
     if (config.metricsListen !== null) {
       // Optional parts are loaded only when configured: they cost start-up time otherwise.
       const { createMetrics } = await import('./metrics.js');
-      metrics = createMetrics(engine);
+      metrics = createMetrics(engine, { stateDir: config.stateDir });
       const address = await metrics.listen(config.metricsListen.host, config.metricsListen.port);
       metricsAddress = { address: address.address, port: address.port };
       log.info({ metrics: metricsAddress }, 'metrics endpoint listening');
@@ -263,10 +265,8 @@ export function createDaemon(options: DaemonOptions): Daemon {
       Buffer.from(`${JSON.stringify({ report, canaries }, null, 2)}\n`),
       { mode: 0o644 },
     );
-    if (!node.ok) {
-      await stop({ stopGuests: false });
-      return node;
-    }
+    // A full run directory does not stop a start that has adopted its guests: said, not fatal.
+    if (!node.ok) log.warn({ problem: node.error.message }, 'could not write node.json');
     if (config.fleetDb !== null) {
       const joined = await joinFleet(config, engine, probeNow, log, tlsAddress);
       if (!joined.ok) {

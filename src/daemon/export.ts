@@ -15,7 +15,7 @@ export async function exportState(
   out: string,
   log: Logger,
 ): Promise<Result<{ readonly unikernels: number; readonly bytes: number }, PetrelError>> {
-  const lock = await lockStateDir(config.stateDir);
+  const lock = await lockStateDir(config.stateDir, config.runDir);
   if (!lock.ok) return lock;
   try {
     const host = createHost({

@@ -8,6 +8,7 @@ import type { AddressInfo } from 'node:net';
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { Engine } from '../engine/engine.js';
 import { COMMAND_CHANNEL, type CommandEvent, RESTART_CHANNEL } from '../engine/events.js';
+import { fileSystemFree } from '../host/space.js';
 import { printPath } from '../resources/name.js';
 import * as T from '../resources/tree.js';
 
@@ -20,8 +21,19 @@ export interface Metrics {
   render(): Promise<string>;
 }
 
-export function createMetrics(engine: Engine): Metrics {
+export function createMetrics(engine: Engine, state: { readonly stateDir?: string } = {}): Metrics {
   const registry = new Registry();
+  const { stateDir } = state;
+  if (stateDir !== undefined) {
+    new Gauge({
+      name: 'petrel_state_free_bytes',
+      help: 'Free bytes of the file system of the state directory (statfs, as an unprivileged writer sees it)',
+      registers: [registry],
+      async collect() {
+        this.set(await fileSystemFree(stateDir).catch(() => Number.NaN));
+      },
+    });
+  }
   /** Top-level paths and the root: the subtree each one accounts for. */
   const topLevel = () => {
     const paths = new Set<string>(['']);

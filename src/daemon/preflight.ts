@@ -6,6 +6,7 @@ import { createPrivateKey, X509Certificate } from 'node:crypto';
 import { lstat, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { holderProgram } from '../host/holder.js';
+import { fileSystemFree, isNoSpace } from '../host/space.js';
 import { spawnerProgram } from '../host/spawner.js';
 import { err, type PetrelError } from '../resources/errors.js';
 import {
@@ -114,17 +115,34 @@ async function checkDirectory(key: 'stateDir' | 'runDir', dir: string, uid: numb
   // Really write a file: root passes every permission check, but not a read-only mount or a full
   // file system (no inodes left).
   const probe = path.join(dir, `.petrel-preflight-${process.pid}`);
+  let full = false;
   try {
     await writeFile(probe, '', { mode: 0o600 });
   } catch (error) {
-    return failed(
-      `${dir} is not writable: ${(error as Error).message}`,
-      `make it writable or choose another ${flag}`,
-    );
+    // Writable but full: petreld starts all the same (issue 23); the free-space check says it.
+    if (isNoSpace(error)) full = true;
+    else
+      return failed(
+        `${dir} is not writable: ${(error as Error).message}`,
+        `make it writable or choose another ${flag}`,
+      );
   } finally {
     await rm(probe, { force: true });
   }
-  return passed(`${dir}${created ? ' created (mode 0700),' : ''} owned by uid ${uid}, writable`);
+  return passed(
+    `${dir}${created ? ' created (mode 0700),' : ''} owned by uid ${uid}, writable${full ? ' (but full)' : ''}`,
+  );
+}
+
+/** The state directory's free space against `stateMinFree`: a WARN below it, never fatal. */
+async function checkStateFree(config: PetrelConfig): Promise<Outcome> {
+  const free = await fileSystemFree(config.stateDir).catch(() => null);
+  if (free === null) return passed('free space not known');
+  if (free >= config.stateMinFree) return passed(`${free} bytes free in ${config.stateDir}`);
+  return failed(
+    `${free} bytes free in ${config.stateDir}, below stateMinFree (${config.stateMinFree}): creates and block devices are refused`,
+    'free space in the state directory (destroy unikernels, remove block devices) or give it a larger file system',
+  );
 }
 
 function checkSockets(runDir: string): Outcome {
@@ -326,6 +344,7 @@ export async function preflight(
   const uid = options.uid ?? process.getuid?.() ?? 0;
   results.push(check('stateDir', await checkDirectory('stateDir', config.stateDir, uid)));
   results.push(check('runDir', await checkDirectory('runDir', config.runDir, uid)));
+  results.push(result('stateFree', await checkStateFree(config), false));
   results.push(check('sockets', checkSockets(config.runDir)));
   results.push(await tlsCheck(config, required.has('tls'), options.now ?? new Date()));
   return results;

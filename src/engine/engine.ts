@@ -13,6 +13,7 @@
 // Force-create and restart check steps 2–3 for the new configuration before stopping the old
 // unikernel, hold the queue while it stops, and start it again if the new one cannot start.
 
+import { createHash } from 'node:crypto';
 import { isDeepStrictEqual } from 'node:util';
 import PQueue from 'p-queue';
 import type { Logger } from 'pino';
@@ -308,6 +309,8 @@ export class Engine {
           'could not remove an image from the store',
         );
     }
+    // A reserve given up for a freeing command comes back once space allows (issue 23).
+    if (!this.#shuttingDown) await this.#book.refillReserve();
   }
 
   /** Times and logs one command. */
@@ -875,8 +878,10 @@ export class Engine {
     let state = imported.value;
     const started = encodeSnapshot(state);
     if (!started.ok) return started;
+    // Best effort: on a full state directory the start goes on without it (issue 23).
     const kept = await this.#host.keepStartedCopy(started.value);
-    if (!kept.ok) return kept;
+    if (!kept.ok)
+      this.#log.warn({ problem: kept.error.message }, 'could not keep the state as read at this start');
 
     // Petrel (k): the tenders an earlier petreld left under the holder. Those of committed
     // unikernels run on; the others are stopped before anything is cleaned or started.
@@ -987,8 +992,22 @@ export class Engine {
     // naming it (Albatross #203: a host broken at boot must not lose every unikernel).
     this.#book.keep(dropped);
     this.#persisting = true;
-    const saved = await this.#book.replace({ ...this.#currentState(), imported: state.imported });
-    if (!saved.ok) return saved;
+    // The state is written anew only when this start changed it (or the journal is torn or
+    // long): a start that adopts every guest writes nothing to the state directory. When the
+    // write fails (a full disk) the start goes on: the stored state still reads back as it was,
+    // and the next commit writes the whole state.
+    const now = { ...this.#currentState(), imported: state.imported };
+    if (this.#book.needsWrite(now)) {
+      const shrinks = now.unikernels.length <= committed.value.state.unikernels.length;
+      const saved = await this.#book.replace(now, { freeing: shrinks });
+      if (!saved.ok) {
+        this.#log.warn(
+          { problem: saved.error.message },
+          'could not write the state at start; kept as it was',
+        );
+        return ok({ cleaned: cleanedUp, adopted, started: running, failed });
+      }
+    }
     // Exits dealt with are forgotten only now that the state says what became of them.
     for (const away of plan.exited) await this.#host.dismissTender(away.held);
     if (committed.value.retire) {
@@ -1071,8 +1090,17 @@ export class Engine {
    * Starts a unikernel that is not written to the state (the boot canary), through the same
    * transaction as create.
    */
-  startTransient(name: VmName, config: UnikernelConfig): Promise<Result<void, PetrelError>> {
+  startTransient(name: VmName, config: UnikernelConfig, file?: string): Promise<Result<void, PetrelError>> {
     const { image, ...kept } = config;
+    if (file !== undefined && !config.compressed) {
+      // Run from its installed file: nothing is written to the state directory.
+      const ref = { digest: createHash('sha256').update(image).digest('hex'), size: image.length };
+      return this.#serial(async () => {
+        if (this.#running.has(vmKey(name))) return err('E_NAME_TAKEN', TEXT.alreadyRunning);
+        const started = await this.#start(name, kept, { kind: 'file', file, image: ref }, true);
+        return started.ok ? ok(undefined) : started;
+      });
+    }
     const staging = this.#host.stageImage([image], config.compressed);
     return (async () => {
       const staged = await staging;

@@ -37,6 +37,7 @@ import {
 import type { NetOptions } from '../host/ip.js';
 import { blockDir, blockPath, fifoDir, pidRecordPath } from '../host/paths.js';
 import { readPidRecords, removePidRecord, stopRecordedProcess } from '../host/pidrecord.js';
+import { StateSpace } from '../host/space.js';
 import { listOwnedTaps, removeTap, TapNames } from '../host/tap.js';
 import type { Undoable } from '../host/undo.js';
 import { err, ok, type PetrelError, type Result } from '../resources/errors.js';
@@ -82,8 +83,8 @@ export interface EngineHost extends TenderHost {
   /** Opens a stored image for reading (its size checked). */
   openImage(image: ImageRef): HostResult<FileHandle>;
   storedImagePath(digest: string): string;
-  /** `<run-dir>/<name>.img` → the stored image. */
-  linkImage(name: Name, digest: string): HostResult<Undoable<string>>;
+  /** `<run-dir>/<name>.img` → the stored image (or `file`, an image run where it is installed). */
+  linkImage(name: Name, digest: string, file?: string): HostResult<Undoable<string>>;
   /**
    * Start-up: removes store temporaries and images `referenced` does not name; reports the
    * referenced ones that are missing or have another size.
@@ -123,6 +124,12 @@ export interface EngineHost extends TenderHost {
   resetJournal(): HostResult<void>;
   /** Writes the state as read at this start to `petrel.state.started` (kept whatever happens). */
   keepStartedCopy(bytes: Uint8Array): HostResult<void>;
+  /** Gives up the state directory's reserve (src/host/space.ts); true when there was one. */
+  releaseReserve(): Promise<boolean>;
+  /** Makes the reserve whole if space allows; true when it is. */
+  refillReserve(): Promise<boolean>;
+  /** Free bytes of the state directory for Petrel's writes (metrics, preflight). */
+  freeBytes(): Promise<number>;
   /** `<state-dir>/state`, the Albatross-format file earlier Petrel versions wrote; null if none. */
   readLegacyState(): HostResult<Uint8Array | null>;
   /** Renames `<state-dir>/state` to `state.pre-store` once its content is in Petrel's state. */
@@ -149,6 +156,10 @@ export interface HostOptions {
   readonly stopTimeoutMs: number;
   /** Bytes of console the holder keeps per tender while no petreld is attached. Default 64 KiB. */
   readonly consoleBufferBytes?: number;
+  /** The state directory's reserve (`stateReserve`). Default 1 MiB. */
+  readonly reserveBytes?: number;
+  /** Free bytes creates, block devices and streams leave (`stateMinFree`). Default 4 MiB. */
+  readonly minFree?: number;
 }
 
 const MIB = 1024 * 1024;
@@ -179,7 +190,16 @@ export function createHost(options: HostOptions): EngineHost {
   const tapNames = new TapNames(net);
   const lookups = new Map<string, { path: string; at: number }>();
   const stateFile = (which: keyof typeof STATE_FILES) => path.join(options.stateDir, STATE_FILES[which]);
-  const stageLimits = { maxBytes: options.maxImageBytes ?? DEFAULT_MAX_IMAGE, maxInflated: MAX_INFLATED };
+  const space = new StateSpace({
+    stateDir: options.stateDir,
+    reserveBytes: options.reserveBytes ?? MIB,
+    minFree: options.minFree ?? 4 * MIB,
+  });
+  const stageLimits = {
+    maxBytes: options.maxImageBytes ?? DEFAULT_MAX_IMAGE,
+    maxInflated: MAX_INFLATED,
+    space,
+  };
   const tenders = createTenderHost({
     runDir: options.runDir,
     stopTimeoutMs: options.stopTimeoutMs,
@@ -253,7 +273,7 @@ export function createHost(options: HostOptions): EngineHost {
     verifyImage: (image) => verifyImage(options.stateDir, image),
     openImage: (image) => openImage(options.stateDir, image),
     storedImagePath: (digest) => storedImagePath(options.stateDir, digest),
-    linkImage: (name, digest) => linkImage(options.runDir, options.stateDir, name, digest),
+    linkImage: (name, digest, file) => linkImage(options.runDir, options.stateDir, name, digest, file),
     cleanStore: (referenced) => cleanStore(options.stateDir, referenced),
     makeFifo: (name) => makeFifo(options.runDir, name, fifos.create),
     createTap: (bridge) => tapNames.create(bridge),
@@ -269,7 +289,12 @@ export function createHost(options: HostOptions): EngineHost {
     removeTap: (tap) => tapNames.remove(tap),
 
     blockPath: (name) => blockPath(options.stateDir, name),
-    createBlock: (name, sizeMiB) => createBlockFile(options.stateDir, name, sizeMiB),
+    async createBlock(name, sizeMiB) {
+      // Sparse, but its whole size is promised to the guest: it must fit now (space.ts).
+      const fits = await space.check(`block ${printName(name)}: ${sizeMiB} MiB do not fit`, sizeMiB * MIB);
+      if (!fits.ok) return fits;
+      return createBlockFile(options.stateDir, name, sizeMiB);
+    },
     removeBlock: (name) => removeBlockFile(options.stateDir, name),
     writeBlockData: (name, sizeMiB, chunks, compressed, tooLarge) =>
       replaceBlockData(options.stateDir, name, sizeMiB, chunks, compressed, tooLarge),
@@ -304,6 +329,9 @@ export function createHost(options: HostOptions): EngineHost {
     writeSnapshot: (bytes) => written(writeFileAtomic(stateFile('snapshot'), bytes)),
     resetJournal: () => written(writeFileAtomic(stateFile('journal'), new Uint8Array(0))),
     keepStartedCopy: (bytes) => written(writeFileAtomic(stateFile('started'), bytes)),
+    releaseReserve: () => space.release(),
+    refillReserve: () => space.refill(),
+    freeBytes: () => space.free(),
     readLegacyState: () => readOptional(stateFile('legacy')),
     async retireLegacyState() {
       const to = stateFile('legacyRetired');

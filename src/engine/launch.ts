@@ -87,7 +87,7 @@ export async function launch(
     if (!stored.ok) return fail(stored.error);
     publishStep(key, 'image-stored');
   }
-  const link = await host.linkImage(name, prepared.image.digest);
+  const link = await host.linkImage(name, prepared.image.digest, prepared.file ?? undefined);
   if (!link.ok) return fail(link.error);
   const imageLink = undo.add('image link', link.value);
   publishStep(key, 'image-linked');

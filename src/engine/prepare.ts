@@ -22,7 +22,9 @@ export type VmName = Name & { readonly label: Label };
  */
 export type ImageInput =
   | { readonly kind: 'staged'; readonly staged: Result<StagedImage, PetrelError> }
-  | { readonly kind: 'stored'; readonly image: ImageRef; readonly verify: boolean };
+  | { readonly kind: 'stored'; readonly image: ImageRef; readonly verify: boolean }
+  /** An installed file run where it is, never stored (the boot canary: start-up writes no state). */
+  | { readonly kind: 'file'; readonly file: string; readonly image: ImageRef };
 
 export interface Prepared {
   readonly name: VmName;
@@ -32,6 +34,8 @@ export interface Prepared {
   readonly image: ImageRef;
   /** Moved into the store by the launch; null when the image is stored already. */
   readonly staged: StagedImage | null;
+  /** The file the image link points to when it is not the store's (`kind: 'file'`). */
+  readonly file: string | null;
   readonly kind: TenderKind;
   readonly tender: string;
   readonly allocation: Allocation;
@@ -87,6 +91,9 @@ export async function prepare(
     staged = input.staged.value;
     image = { digest: staged.digest, size: staged.size };
     file = staged.file;
+  } else if (input.kind === 'file') {
+    image = input.image;
+    file = input.file;
   } else {
     image = input.image;
     if (input.verify) {
@@ -117,6 +124,7 @@ export async function prepare(
     config,
     image,
     staged,
+    file: input.kind === 'file' ? input.file : null,
     kind: kind.value,
     tender: tender.value,
     allocation: allocation.value,

@@ -51,6 +51,8 @@ export class StateBook {
   #snapshotBytes = 0;
   /** Set when a write failed: the next commit writes the whole state as a snapshot. */
   #mustCompact = false;
+  /** The reserve is given up (or not made yet): made whole again when space allows. */
+  #reserveSpent = true;
 
   constructor(host: EngineHost, log: Logger, compactBytes = DEFAULT_COMPACT_BYTES) {
     this.#host = host;
@@ -127,10 +129,11 @@ export class StateBook {
     const entry = encodeEntry(changes);
     if (!entry.ok) return entry;
     const limit = Math.max(this.#compactBytes, this.#snapshotBytes);
+    const freeing = changes.every((c) => c.kind === 'remove-unikernel' || c.kind === 'remove-policy');
     if (this.#mustCompact || this.#journalBytes + entry.value.length > limit) {
-      return this.replace({ ...current(), imported: this.#imported });
+      return this.replace({ ...current(), imported: this.#imported }, { freeing });
     }
-    const appended = await this.#host.appendJournal(entry.value);
+    const appended = await this.#withReserve(freeing, () => this.#host.appendJournal(entry.value));
     if (!appended.ok) {
       this.#mustCompact = true;
       return appended;
@@ -152,10 +155,15 @@ export class StateBook {
    * Commits `state` whole: a new snapshot (atomic replace), then an empty journal. A crash
    * between the two replays the old journal over the new snapshot, which changes nothing.
    */
-  async replace(state: PetrelState): Promise<Result<void, PetrelError>> {
+  async replace(
+    state: PetrelState,
+    options: { readonly freeing?: boolean } = {},
+  ): Promise<Result<void, PetrelError>> {
     const bytes = encodeSnapshot(state);
     if (!bytes.ok) return bytes;
-    const written = await this.#host.writeSnapshot(bytes.value);
+    const written = await this.#withReserve(options.freeing ?? false, () =>
+      this.#host.writeSnapshot(bytes.value),
+    );
     if (!written.ok) {
       this.#mustCompact = true;
       return written;
@@ -173,6 +181,44 @@ export class StateBook {
       this.#mustCompact = true;
     }
     return ok(undefined);
+  }
+
+  /**
+   * A write that frees space (it only removes) and failed for a full disk (ENOSPC, EDQUOT) is
+   * tried once more after the reserve is given up: a destroy commits on a full disk. The failed
+   * try left nothing (an append is cut back, a snapshot's temporary removed).
+   */
+  async #withReserve(
+    freeing: boolean,
+    write: () => Promise<Result<void, PetrelError>>,
+  ): Promise<Result<void, PetrelError>> {
+    const first = await write();
+    if (first.ok || !freeing || !noSpace(first.error)) return first;
+    if (!(await this.#host.releaseReserve())) return first;
+    this.#reserveSpent = true;
+    this.#log.warn(
+      { problem: first.error.message },
+      'state directory full: the reserve is given up for a freeing command',
+    );
+    return write();
+  }
+
+  /** Makes the reserve whole again if it was given up and space allows (after images went). */
+  async refillReserve(): Promise<void> {
+    if (!this.#reserveSpent) return;
+    if (await this.#host.refillReserve()) this.#reserveSpent = false;
+  }
+
+  /**
+   * Whether `state` must be written: it differs from the committed state, or the journal is
+   * torn (the next append must not follow its tail) or due for compaction.
+   */
+  needsWrite(state: PetrelState): boolean {
+    if (this.#mustCompact || this.#journalBytes > Math.max(this.#compactBytes, this.#snapshotBytes))
+      return true;
+    const a = encodeSnapshot(state);
+    const b = encodeSnapshot(this.snapshot());
+    return !a.ok || !b.ok || Buffer.compare(a.value, b.value) !== 0;
   }
 
   /** The committed state as one value (start-up copy, export). */
@@ -203,4 +249,11 @@ export class StateBook {
     for (const record of this.#unikernels.values()) this.#count(record.image.digest, 1);
     for (const digest of before.keys()) if (!this.#images.has(digest)) this.#released.add(digest);
   }
+}
+
+/** A write refused by a full file system or an exhausted quota. */
+export function noSpace(error: PetrelError): boolean {
+  if (error.code === 'E_HOST_NOSPACE') return true;
+  const errno = error.details?.errno;
+  return errno === 'ENOSPC' || errno === 'EDQUOT';
 }

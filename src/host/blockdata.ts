@@ -7,6 +7,7 @@ import { open, rename } from 'node:fs/promises';
 import path from 'node:path';
 import { err, ok, type PetrelError, type Result } from '../resources/errors.js';
 import type { Name } from '../resources/name.js';
+import { writeFault } from './faults.js';
 import { fsyncDir, unlinkIfPresent } from './files.js';
 import { blockPath } from './paths.js';
 import { deflateChunks, inflateChunks } from './zstream.js';
@@ -58,6 +59,8 @@ export async function replaceBlockData(
         await source.return?.(undefined);
         return err('E_BLOCK_STREAM_SIZE', tooLarge, { limit, written });
       }
+      const fault = writeFault('block-data', temp);
+      if (fault !== null) throw fault;
       await handle.write(next.value);
     }
     await handle.truncate(limit);

@@ -11,6 +11,14 @@
 // of them stayed resident; a staging buffer kept for reuse would stay at the largest state.
 
 import { Worker } from 'node:worker_threads';
+import { writeFault } from './faults.js';
+
+/** A fault a test injected (src/host/faults.ts): the step fails with this errno, as the call would. */
+export interface InjectedFault {
+  readonly step: string;
+  readonly code: string;
+  readonly message: string;
+}
 
 /** Replace `file` by `data` through a temporary file in its directory and a rename. */
 export interface ReplaceRequest {
@@ -23,6 +31,7 @@ export interface ReplaceRequest {
   readonly durable: boolean;
   /** Read and return what `file` held (for an undo). */
   readonly previous: boolean;
+  readonly fault?: InjectedFault;
 }
 
 export interface PreviousContent {
@@ -50,6 +59,7 @@ export type ReplaceOutcome =
 export interface AppendRequest {
   readonly file: string;
   readonly data: Uint8Array;
+  readonly fault?: InjectedFault;
 }
 
 /** A request as it crosses to the thread; `data` owns its ArrayBuffer, which is moved. */
@@ -88,6 +98,12 @@ function threadMain(): void {
     }
   };
 
+  // A test's fault is thrown as the system call's error would be, at the step it names.
+  const injected = (fault: InjectedFault | undefined, step: string): void => {
+    if (fault?.step !== step) return;
+    throw Object.assign(new Error(fault.message), { code: fault.code });
+  };
+
   const readPrevious = (file: string): PreviousContent | null => {
     let st: import('node:fs').Stats;
     try {
@@ -124,14 +140,17 @@ function threadMain(): void {
     try {
       try {
         let done = 0;
+        injected(request.fault, 'write');
         while (done < request.data.length) done += fs.writeSync(fd, request.data, done);
         fs.fchmodSync(fd, request.mode);
         step = 'fsync';
+        injected(request.fault, 'fsync');
         if (request.durable) fs.fsyncSync(fd);
       } finally {
         fs.closeSync(fd);
       }
       step = 'rename';
+      injected(request.fault, 'rename');
       fs.renameSync(request.temp, request.file);
     } catch (cause) {
       try {
@@ -163,8 +182,13 @@ function threadMain(): void {
       let step = 'write';
       try {
         let done = 0;
+        // An injected write fault lands after half the bytes: a torn entry, as a full disk makes.
+        if (request.fault?.step === 'write')
+          done += fs.writeSync(fd, request.data, 0, request.data.length >> 1);
+        injected(request.fault, 'write');
         while (done < request.data.length) done += fs.writeSync(fd, request.data, done);
         step = 'fdatasync';
+        injected(request.fault, 'fdatasync');
         fs.fdatasyncSync(fd);
       } catch (cause) {
         try {
@@ -269,12 +293,28 @@ function onThread(
   thread.idle = null;
   const id = nextId++;
   const data = new Uint8Array(request.data); // a copy that owns its buffer, to be moved
+  const fault = injectedFault(op, request.file);
   thread.worker.ref();
   return new Promise((resolve) => {
     thread.waiting.set(id, resolve);
-    const message = { id, op, request: { ...request, data } } as Message;
+    const message = {
+      id,
+      op,
+      request: { ...request, data, ...(fault === null ? {} : { fault }) },
+    } as Message;
     thread.worker.postMessage(message, [data.buffer]);
   });
+}
+
+/** The first step of this request a test made fail (src/host/faults.ts), if any. */
+function injectedFault(op: Message['op'], file: string): InjectedFault | null {
+  const steps =
+    op === 'replace' ? (['write', 'fsync', 'rename'] as const) : (['write', 'fdatasync'] as const);
+  for (const step of steps) {
+    const fault = writeFault(`${op}:${step}` as Parameters<typeof writeFault>[0], file);
+    if (fault !== null) return { step, code: fault.code as string, message: fault.message };
+  }
+  return null;
 }
 
 export const replaceOnThread = (request: ReplaceRequest, idleMs?: number): Promise<ReplaceOutcome> =>

@@ -7,6 +7,7 @@ import { constants, type FileHandle, lstat, mkdir, open, readdir, rename, unlink
 import path from 'node:path';
 import { err, ok, type PetrelError, PetrelException, type Result } from '../resources/errors.js';
 import type { Name } from '../resources/name.js';
+import { writeFault } from './faults.js';
 import { appendOnThread, type PreviousContent, type ReplaceFailure, replaceOnThread } from './file-thread.js';
 import { blockDir, blockPath } from './paths.js';
 import type { Undoable } from './undo.js';
@@ -208,6 +209,8 @@ export async function createBlockFile(
   }
   let handle: FileHandle;
   try {
+    const fault = writeFault('block-create', file.value);
+    if (fault !== null) throw fault;
     handle = await open(
       file.value,
       constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW,
@@ -220,6 +223,8 @@ export async function createBlockFile(
     return fail(ioError('create', file.value, cause));
   }
   try {
+    const fault = writeFault('block-extend', file.value);
+    if (fault !== null) throw fault;
     await handle.truncate(bytes.value);
     await handle.sync();
     await handle.close();

@@ -9,6 +9,7 @@ import { constants, type FileHandle, lstat, open, rename, rm, symlink } from 'no
 import path from 'node:path';
 import { err, ok, type PetrelError, type Result } from '../resources/errors.js';
 import type { Name } from '../resources/name.js';
+import { writeFault } from './faults.js';
 import {
   type FileError,
   fsyncDir,
@@ -20,6 +21,7 @@ import {
 } from './files.js';
 import { TransferCollector } from './garbage.js';
 import { imagePath } from './paths.js';
+import { isNoSpace, type SpaceError, type StateSpace } from './space.js';
 import type { Undoable } from './undo.js';
 import { inflateChunks, OutputLimitError } from './zstream.js';
 
@@ -36,6 +38,7 @@ export interface StagedImage extends ImageRef {
 
 export type ImageError =
   | FileError
+  | SpaceError
   | PetrelError<
       'E_IMAGE_INFLATE' | 'E_IMAGE_TOO_LARGE' | 'E_IMAGE_STREAM' | 'E_IMAGE_CORRUPT' | 'E_IMAGE_MISSING'
     >;
@@ -47,6 +50,18 @@ export interface StageOptions {
   readonly maxBytes: number;
   /** Most bytes an image may inflate to. */
   readonly maxInflated: number;
+  /**
+   * The state directory's space: an image of known size that cannot fit is refused before
+   * anything is written, a stream as soon as free space would fall below the floor.
+   */
+  readonly space?: StateSpace;
+}
+
+/** Thrown inside staging when the next batch would not fit: becomes the refusal. */
+class NoRoom extends Error {
+  constructor(readonly refusal: SpaceError) {
+    super(refusal.message);
+  }
 }
 
 /** Writes are gathered to this size before each system call (references, not copies). */
@@ -91,6 +106,14 @@ export async function stageImage(
 ): Promise<Result<StagedImage, ImageError>> {
   const dir = imagesDir(stateDir);
   const file = temporaryName(path.join(dir, 'staged'));
+  const { space } = options;
+  // Whole in its frame: its size is known (inflating makes it larger, checked as it grows).
+  if (space !== undefined && !(Symbol.asyncIterator in chunks)) {
+    let known = 0;
+    for (const chunk of chunks as Iterable<Uint8Array>) known += chunk.length;
+    const fits = await space.check('create: the image does not fit', known);
+    if (!fits.ok) return fits;
+  }
   let handle: FileHandle;
   try {
     handle = await open(
@@ -108,8 +131,18 @@ export async function stageImage(
   const flush = async () => {
     if (batch.length === 0) return;
     const pieces = batch;
+    const bytes = batched;
     batch = [];
     batched = 0;
+    if (space !== undefined) {
+      const free = await space.free().catch(() => Number.POSITIVE_INFINITY);
+      if (free - bytes < space.minFree) {
+        const refused = space.refusal('create: the image stream does not fit', free, size);
+        throw new NoRoom(refused);
+      }
+    }
+    const fault = writeFault('stage', file);
+    if (fault !== null) throw fault;
     await handle.writev(pieces);
   };
   let failure: ImageError | null = null;
@@ -132,9 +165,11 @@ export async function stageImage(
       if (batched >= BATCH) await flush();
     }
     await flush();
+    const fault = writeFault('stage-sync', file);
+    if (fault !== null) throw fault;
     await handle.sync();
   } catch (cause) {
-    failure = stageError(cause, options, file);
+    failure = await stageError(cause, options, file, size);
   } finally {
     batch = [];
     await handle.close().catch(() => undefined);
@@ -147,7 +182,22 @@ export async function stageImage(
   return ok({ digest: hash.digest('hex'), size, file });
 }
 
-function stageError(cause: unknown, options: StageOptions, file: string): ImageError {
+async function stageError(
+  cause: unknown,
+  options: StageOptions,
+  file: string,
+  size: number,
+): Promise<ImageError> {
+  if (cause instanceof NoRoom) return cause.refusal;
+  if (isNoSpace(cause) && options.space !== undefined) {
+    const free = await options.space.free().catch(() => 0);
+    const refused = options.space.refusal(
+      `create: writing ${file} failed (${(cause as NodeJS.ErrnoException).code})`,
+      free,
+      size,
+    );
+    return refused;
+  }
   if (cause instanceof OutputLimitError) {
     return cause.limit === options.maxInflated && options.compressed
       ? {
@@ -176,6 +226,8 @@ export async function discardStaged(staged: StagedImage): Promise<void> {
 export async function commitImage(stateDir: string, staged: StagedImage): Promise<Result<string, FileError>> {
   const target = storedImagePath(stateDir, staged.digest);
   try {
+    const fault = writeFault('store', target);
+    if (fault !== null) throw fault;
     await rename(staged.file, target);
     await fsyncDir(path.dirname(target));
   } catch (cause) {
@@ -327,10 +379,11 @@ export async function linkImage(
   stateDir: string,
   name: Name,
   digest: string,
+  installed?: string,
 ): Promise<Result<Undoable<string>, FileError>> {
   const link = imagePath(runDir, name);
   if (!link.ok) return link;
-  const target = storedImagePath(stateDir, digest);
+  const target = installed ?? storedImagePath(stateDir, digest);
   try {
     await unlinkIfPresent(link.value);
     await symlink(target, link.value);

@@ -1,28 +1,35 @@
-// One petreld per state directory: `<state-dir>/petreld.lock` names the petreld using it (pid
-// and start time, as tender PID records do), so a second daemon — or an import, or an export —
-// never writes beside a running one. A lock whose process is gone is stale and taken over.
+// One petreld per state directory: an exclusive flock(2) on the directory itself, held for as
+// long as petreld lives, so taking it writes nothing there (a full disk cannot stop a start) and
+// a petreld killed by SIGKILL gives it back with its last descriptor. Who holds it is said by
+// `<run-dir>/petreld.pid` (pid and start time, as tender PID records do).
 
-import { constants, mkdir, open, readFile, rename, unlink } from 'node:fs/promises';
+import { spawnSync } from 'node:child_process';
+import { closeSync, constants, mkdirSync, openSync, readFileSync, renameSync, writeSync } from 'node:fs';
+import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { err, ok, type PetrelError, type Result } from '../resources/errors.js';
-import { type FileError, ioError, temporaryName } from './files.js';
+import { type FileError, ioError, temporaryName, unlinkIfPresentSync } from './files.js';
 import { checkPidRecord, type PidRecordError, processStartTime } from './pidrecord.js';
 
-export const LOCK_FILE = 'petreld.lock';
+/** The lock file earlier Petrel versions wrote in the state directory (still honoured if live). */
+export const LEGACY_LOCK_FILE = 'petreld.lock';
+/** `<run-dir>/petreld.pid`: the petreld holding the lock of the state directory it serves. */
+export const PID_FILE = 'petreld.pid';
+/** flock(1)'s exit status when the lock is held elsewhere (`--conflict-exit-code`). */
+const HELD = 75;
 
 export interface StateLock {
-  /** Removes the lock if it is still this process's. */
+  /** Gives the lock back and removes the pid file if it is still this process's. */
   release(): Promise<void>;
 }
 
 export type LockError = FileError | PidRecordError | PetrelError<'E_STATE_LOCKED'>;
 
-/** The petreld holding the lock of `stateDir`, or null when none runs. */
-export async function lockHolder(stateDir: string): Promise<Result<number | null, LockError>> {
-  const file = path.join(stateDir, LOCK_FILE);
+/** A pid file's (or the legacy lock file's) live process, or null. */
+function liveHolder(file: string): Result<number | null, LockError> {
   let text: string;
   try {
-    text = await readFile(file, 'utf8');
+    text = readFileSync(file, 'utf8');
   } catch (cause) {
     if ((cause as NodeJS.ErrnoException).code === 'ENOENT') return ok(null);
     return { ok: false, error: ioError('read', file, cause) };
@@ -35,50 +42,109 @@ export async function lockHolder(stateDir: string): Promise<Result<number | null
   return ok(alive.value === 'alive' ? pid : null);
 }
 
-/** Takes the lock of `stateDir` (created 0700 if missing) for this process, or says who holds it. */
-export async function lockStateDir(stateDir: string): Promise<Result<StateLock, LockError>> {
-  const file = path.join(stateDir, LOCK_FILE);
+/**
+ * flock(LOCK_EX | LOCK_NB) on the open directory `fd`, made by util-linux's flock(1) on the
+ * descriptor it inherits: a lock belongs to the open file description, which this process keeps,
+ * so it holds after flock(1) exits. Node has no flock of its own. True when taken.
+ */
+function flockDirectory(fd: number, dir: string): Result<boolean, FileError> {
+  const run = spawnSync('flock', ['--nonblock', '--conflict-exit-code', String(HELD), '3'], {
+    stdio: ['ignore', 'ignore', 'pipe', fd],
+    encoding: 'utf8',
+  });
+  if (run.status === 0) return ok(true);
+  if (run.status === HELD) return ok(false);
+  const why = run.error?.message ?? (run.stderr.trim() || `flock exited ${run.status ?? run.signal}`);
+  return { ok: false, error: ioError('flock', dir, new Error(why)) };
+}
+
+/**
+ * Takes the lock of `stateDir` (created 0700 if missing) for this process and records the pid
+ * in `runDir` (created 0700 if missing), or says who holds it. Writes nothing to `stateDir`.
+ */
+export async function lockStateDir(stateDir: string, runDir: string): Promise<Result<StateLock, LockError>> {
+  for (const dir of [stateDir, runDir]) {
+    try {
+      await mkdir(dir, { recursive: true, mode: 0o700 });
+    } catch (cause) {
+      return { ok: false, error: ioError('mkdir', dir, cause) };
+    }
+  }
+  const pidFile = path.join(runDir, PID_FILE);
+  const refuse = (pid: number | null): Result<never, LockError> =>
+    err(
+      'E_STATE_LOCKED',
+      `${pid === null ? 'another petreld' : `petreld ${pid}`} is using ${stateDir}; stop it first`,
+      { pid },
+    );
+  // A petreld of an earlier version, which wrote its lock into the state directory.
+  const legacy = liveHolder(path.join(stateDir, LEGACY_LOCK_FILE));
+  if (!legacy.ok) return legacy;
+  if (legacy.value !== null && legacy.value !== process.pid) return refuse(legacy.value);
+
+  let fd: number;
   try {
-    await mkdir(stateDir, { recursive: true, mode: 0o700 });
+    // libuv opens with O_CLOEXEC: no tender or holder petreld spawns inherits the lock.
+    fd = openSync(stateDir, constants.O_RDONLY | constants.O_DIRECTORY);
   } catch (cause) {
-    return { ok: false, error: ioError('mkdir', stateDir, cause) };
+    return { ok: false, error: ioError('open', stateDir, cause) };
+  }
+  const taken = flockDirectory(fd, stateDir);
+  if (!taken.ok || !taken.value) {
+    closeSync(fd);
+    if (!taken.ok) return taken;
+    const holder = liveHolder(pidFile);
+    return refuse(holder.ok ? holder.value : null);
   }
   const start = processStartTime(process.pid);
-  if (!start.ok) return start;
+  if (!start.ok) {
+    closeSync(fd);
+    return start;
+  }
   const mine = `${process.pid} ${start.value}\n`;
-  const holder = await lockHolder(stateDir);
-  if (!holder.ok) return holder;
-  if (holder.value !== null) {
-    return err('E_STATE_LOCKED', `petreld ${holder.value} is using ${stateDir} (${file}); stop it first`, {
-      pid: holder.value,
-    });
+  const written = writePidFile(pidFile, mine);
+  if (!written.ok) {
+    closeSync(fd);
+    return written;
   }
-  // A stale lock (or none) is replaced whole; two starting at once both rename, and the one
-  // whose content is not there afterwards gives way.
-  const temp = temporaryName(file);
-  try {
-    const handle = await open(temp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL, 0o600);
-    try {
-      await handle.write(mine);
-    } finally {
-      await handle.close();
-    }
-    await rename(temp, file);
-    if ((await readFile(file, 'utf8')) !== mine) {
-      const other = await lockHolder(stateDir);
-      const pid = other.ok ? other.value : null;
-      return err('E_STATE_LOCKED', `petreld ${pid ?? '(starting)'} is using ${stateDir}; stop it first`, {
-        pid,
-      });
-    }
-  } catch (cause) {
-    await unlink(temp).catch(() => undefined);
-    return { ok: false, error: ioError('lock', file, cause) };
-  }
+  let held = true;
   return ok({
     async release() {
-      const now = await readFile(file, 'utf8').catch(() => null);
-      if (now === mine) await unlink(file).catch(() => undefined);
+      if (!held) return;
+      held = false;
+      try {
+        if (readFileSync(pidFile, 'utf8') === mine) unlinkIfPresentSync(pidFile);
+      } catch {
+        // gone already, or the run directory with it
+      }
+      closeSync(fd);
     },
   });
+}
+
+/** The pid file, replaced whole (a few bytes in the run directory: no fsync, see pidrecord.ts). */
+function writePidFile(file: string, text: string): Result<void, FileError> {
+  const temp = temporaryName(file);
+  try {
+    mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
+    const fd = openSync(
+      temp,
+      constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW,
+      0o644,
+    );
+    try {
+      writeSync(fd, text);
+    } finally {
+      closeSync(fd);
+    }
+    renameSync(temp, file);
+    return ok(undefined);
+  } catch (cause) {
+    try {
+      unlinkIfPresentSync(temp);
+    } catch {
+      // removed with the run directory's temporaries at the next start
+    }
+    return { ok: false, error: ioError('write', file, cause) };
+  }
 }

@@ -3,6 +3,8 @@
 //   PETREL_TEST_NETNS   taps, bridges and tenders live in this network namespace (the test made it)
 //   PETREL_CRASH_AT     `<name>@<step>[#n]`: SIGKILL itself the n-th time the engine publishes
 //                       that transaction step — a crash at an exact point of a transaction
+//   PETREL_TEST_WRITE_FAULT  `<site>[@<path part>][=<errno>][#n]`: that write fails with the errno
+//                       (src/host/faults.ts), as a full disk or quota makes it fail
 //   PETREL_FAKE_KVM=1   on a host without a usable /dev/kvm (or with PETREL_TEST_NO_KVM=1), the
 //                       probe's kvm answer is a TEST DOUBLE (as with the fake-kvm tender of
 //                       test/engine/guest.ts)
@@ -19,6 +21,12 @@ const dist = new URL('../../dist/src/', import.meta.url);
 const { loadConfig } = await import(new URL('daemon/config.js', dist).href);
 const { createDaemon } = await import(new URL('daemon/daemon.js', dist).href);
 const { probeHost } = await import(new URL('tender/probe.js', dist).href);
+
+// PETREL_TEST_WRITE_FAULT: a write fails with its errno (src/host/faults.ts says the form).
+if (process.env.PETREL_TEST_WRITE_FAULT) {
+  const { injectWriteFaults, faultFromSpec } = await import(new URL('host/faults.js', dist).href);
+  injectWriteFaults(faultFromSpec(process.env.PETREL_TEST_WRITE_FAULT));
+}
 
 const crashAt = process.env.PETREL_CRASH_AT;
 if (crashAt) {

@@ -1,5 +1,5 @@
 import { existsSync } from 'node:fs';
-import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
+import { appendFile, mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -256,6 +256,8 @@ describe('a crash at any step converges to the last committed state', () => {
       const first = await startDaemon(dir, netns.name);
       expect((await create(socket, ':vm', 'one')).map(said)).toEqual(['created unikernel']);
       await first.stop();
+      // A start writes the state only when it must (issue 23): a torn journal tail makes it.
+      await appendFile(`${dir}/state/petrel.journal`, Buffer.from([0x00, 0x00, 0x01]));
       await expect(startDaemon(dir, netns.name, ':@compacted')).rejects.toThrow(/exited/);
       const third = await startDaemon(dir, netns.name);
       try {

@@ -1,0 +1,214 @@
+// Issue 23 from the outside: petreld (a separate process) with its state directory on a tmpfs of
+// 16 MiB the test mounts (ENOSPC is the kernel's own). Creates fill it until one is refused with
+// a message naming the space; the test fills what is left; petreld is killed (SIGKILL) and
+// started again on the full disk: it starts, lists every unikernel it said it created, their
+// tenders keep their pids; two destroys commit (the reserve), and a create fits again; the store
+// holds exactly the images the state names (the first destroy's journal entry meets ENOSPC by
+// injection, since on tmpfs an entry that fits the file's last page needs no space). EDQUOT (tmpfs quotas need a newer kernel than
+// bookworm's) is injected at the journal's write with its errno and refused the same way.
+import { execFileSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { existsSync, readFileSync } from 'node:fs';
+import { mkdir, mkdtemp, open, readdir, readFile, rm, statfs } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { canaryImage, repo, testTender } from '../engine/guest.js';
+import { canaryConfig, makeNetns, storedState } from '../engine/harness.js';
+import { request, said } from './client.js';
+import { type DaemonProcess, launchDaemon } from './process.js';
+
+const MIB = 1024 * 1024;
+const IMAGE_BYTES = 2 * MIB;
+let base: string;
+let tender: string;
+let canary: Buffer;
+const netns = makeNetns();
+
+beforeAll(async () => {
+  if (!existsSync(path.join(repo, 'dist', 'src', 'daemon', 'daemon.js')))
+    throw new Error('dist/ is missing: run `npm run build` before these tests');
+  base = await mkdtemp(path.join(tmpdir(), 'petrel-diskfull-'));
+  tender = await testTender(base);
+  canary = await readFile(canaryImage);
+});
+afterAll(async () => {
+  netns.destroy();
+  await rm(base, { recursive: true, force: true });
+});
+
+function start(dir: string, env: NodeJS.ProcessEnv = {}): Promise<DaemonProcess> {
+  const flags = ['--state-dir', `${dir}/state`, '--run-dir', `${dir}/run`, '--tender-hvt', tender];
+  flags.push('--runtimes', 'hvt', '--stop-timeout', '2s', '--canary-deadline', '10s', '--log-level', 'warn');
+  flags.push('--state-reserve', String(MIB), '--state-min-free', String(MIB / 2));
+  return launchDaemon(
+    flags,
+    { PETREL_TEST_NETNS: netns.name, PETREL_FAKE_KVM: '1', ...env },
+    undefined,
+    60_000,
+  );
+}
+
+/** The canary followed by bytes that differ for every `seed` (the tender ignores them). */
+function imageOf(seed: string): Buffer {
+  const tail = Buffer.alloc(IMAGE_BYTES - canary.length);
+  let block = createHash('sha256').update(seed).digest();
+  for (let at = 0; at < tail.length; at += block.length) {
+    block.copy(tail, at);
+    block = createHash('sha256').update(block).digest();
+  }
+  return Buffer.concat([canary, tail]);
+}
+
+/** Each unikernel's tender pid, found by the image link it was given. */
+async function tenders(run: string): Promise<Record<string, number>> {
+  const found: Record<string, number> = {};
+  for (const pid of await readdir('/proc')) {
+    if (!/^\d+$/u.test(pid)) continue;
+    let argv: string[];
+    try {
+      argv = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
+    } catch {
+      continue;
+    }
+    const file = argv.find((a) => a.startsWith(`${run}/`) && a.endsWith('.img'));
+    if (file) found[path.basename(file, '.img').replace(/^:/u, '')] = Number(pid);
+  }
+  return found;
+}
+
+async function infoNames(socket: string): Promise<string[]> {
+  const replies = await request(socket, ':', { type: 'unikernel-info', release: '2.7' });
+  const payload = replies[0]?.payload;
+  if (payload?.kind !== 'reply' || payload.reply.type !== 'unikernel-info') return [];
+  return payload.reply.entries.map((e) => e.name.label as string).sort();
+}
+
+/** Writes a file until the file system says ENOSPC: the disk is then really full. */
+async function fill(file: string): Promise<void> {
+  const handle = await open(file, 'w');
+  const piece = Buffer.alloc(64 * 1024, 1);
+  try {
+    for (;;) await handle.write(piece);
+  } catch (cause) {
+    expect((cause as NodeJS.ErrnoException).code).toBe('ENOSPC');
+  } finally {
+    await handle.close();
+  }
+  // What is left is less than a page or so: fill that too, a byte at a time.
+  const tail = await open(file, 'a');
+  try {
+    for (let i = 0; i < 8192; i++) await tail.write(Buffer.alloc(512, 1));
+  } catch {
+    // full
+  } finally {
+    await tail.close();
+  }
+}
+
+const create = async (socket: string, vm: string, seed: string) =>
+  request(socket, `:${vm}`, {
+    type: 'unikernel-create',
+    force: false,
+    release: '2.7',
+    config: await canaryConfig(canaryImage, ['wait', vm], { image: imageOf(seed) }),
+  });
+
+/** The digests the committed state names, and the files of the store, sorted. */
+async function storeAndState(state: string): Promise<{ store: string[]; named: string[] }> {
+  const store = (await readdir(`${state}/images`)).sort();
+  const named = [...new Set((await storedState(state)).unikernels.map((u) => u.image.digest))].sort();
+  return { store, named };
+}
+
+describe('a full state directory', () => {
+  it('refuses creates by name, and after a SIGKILL petreld starts on the full disk, adopts, destroys and creates again', async () => {
+    const dir = await mkdtemp(path.join(base, 'case-'));
+    const state = `${dir}/state`;
+    await mkdir(state);
+    execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=16m,mode=0700', 'tmpfs', state]);
+    const socket = `${dir}/run/util/vmmd.sock`;
+    let daemon: DaemonProcess | null = null;
+    try {
+      daemon = await start(dir);
+      const created: string[] = [];
+      let refusal = '';
+      for (let i = 0; i < 16 && refusal === ''; i++) {
+        const answer = await create(socket, `vm${i}`, `image ${i}`);
+        if (said(answer[0]) === 'created unikernel') created.push(`vm${i}`);
+        else refusal = said(answer[0]);
+      }
+      expect(created.length).toBeGreaterThanOrEqual(4);
+      // The refusal names the directory, what is free and what was needed.
+      expect(refusal).toMatch(
+        new RegExp(`no space in the state directory ${state}: \\d+ bytes free, ${IMAGE_BYTES} needed`),
+      );
+      expect(await storeAndState(state)).toEqual({
+        store: (await storeAndState(state)).named,
+        named: (await storeAndState(state)).named,
+      });
+      expect((await readdir(`${state}/images`)).filter((f) => f.startsWith('.'))).toEqual([]);
+
+      // Nothing is left of it, and the disk is now full for real.
+      await fill(`${state}/filler`);
+      expect(Number((await statfs(state)).bavail)).toBe(0);
+      const pids = await tenders(`${dir}/run`);
+      expect(Object.keys(pids).sort()).toEqual([...created].sort());
+      daemon.child.kill('SIGKILL');
+      await daemon.exited;
+
+      // On tmpfs a journal entry that fits the last page of the file needs no new page: the
+      // first append of this start meets ENOSPC by injection, so the reserve is used for sure.
+      daemon = await start(dir, { PETREL_TEST_WRITE_FAULT: 'append:write@petrel.journal=ENOSPC#1' });
+      expect(await infoNames(socket)).toEqual([...created].sort());
+      expect(await tenders(`${dir}/run`)).toEqual(pids);
+
+      // Two destroys commit on the full disk (the reserve), and free their images.
+      for (const vm of created.slice(0, 2)) {
+        expect(said((await request(socket, `:${vm}`, { type: 'unikernel-destroy' }))[0])).toBe(
+          'destroyed unikernel',
+        );
+      }
+      // The first destroy's journal entry met ENOSPC and was written once the reserve went.
+      expect(daemon.stderr()).toContain('the reserve is given up for a freeing command');
+      const kept = created.slice(2);
+      expect(await infoNames(socket)).toEqual([...kept].sort());
+      const answer = await create(socket, 'again', 'image again');
+      expect(said(answer[0])).toBe('created unikernel');
+      const { store, named } = await storeAndState(state);
+      expect(store).toEqual(named);
+      expect(named).toHaveLength(kept.length + 1);
+
+      // The state as stored says the same after one more SIGKILL and start.
+      daemon.child.kill('SIGKILL');
+      await daemon.exited;
+      daemon = await start(dir);
+      expect(await infoNames(socket)).toEqual([...kept, 'again'].sort());
+    } finally {
+      await daemon?.stop('SIGUSR2');
+      execFileSync('umount', [state]);
+    }
+  }, 300_000);
+
+  it('EDQUOT at the journal is a refusal that changes nothing, and a SIGKILL after it converges', async () => {
+    const dir = await mkdtemp(path.join(base, 'case-'));
+    const socket = `${dir}/run/util/vmmd.sock`;
+    let daemon: DaemonProcess | null = null;
+    try {
+      daemon = await start(dir, { PETREL_TEST_WRITE_FAULT: 'append:write@petrel.journal=EDQUOT#1' });
+      const refused = await create(socket, 'quota', 'image quota');
+      expect(said(refused[0])).toMatch(/EDQUOT/u);
+      expect(await infoNames(socket)).toEqual([]);
+      expect((await storedState(`${dir}/state`)).unikernels).toEqual([]);
+      daemon.child.kill('SIGKILL');
+      await daemon.exited;
+      daemon = await start(dir);
+      expect(await infoNames(socket)).toEqual([]);
+      expect(await tenders(`${dir}/run`)).toEqual({});
+      expect(await readdir(`${dir}/state/images`)).toEqual([]);
+      expect(said((await create(socket, 'quota', 'image quota'))[0])).toBe('created unikernel');
+    } finally {
+      await daemon?.stop('SIGUSR2');
+    }
+  }, 120_000);
+});
