@@ -4,7 +4,18 @@
 // `<run-dir>/petreld.pid` (pid and start time, as tender PID records do).
 
 import { spawnSync } from 'node:child_process';
-import { closeSync, constants, mkdirSync, openSync, readFileSync, renameSync, writeSync } from 'node:fs';
+import {
+  closeSync,
+  constants,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  readlinkSync,
+  realpathSync,
+  renameSync,
+  writeSync,
+} from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { err, ok, type PetrelError, type Result } from '../resources/errors.js';
@@ -40,6 +51,39 @@ function liveHolder(file: string): Result<number | null, LockError> {
   const alive = checkPidRecord({ pid, startTime: match[2] as string });
   if (!alive.ok) return alive;
   return ok(alive.value === 'alive' ? pid : null);
+}
+
+/**
+ * The process that holds the flock of `dir`, found in /proc: a descriptor of it on the directory
+ * whose fdinfo shows an FLOCK (the lock's own pid is flock(1)'s, gone). Only for a refusal's
+ * message (a process of another user may not be readable): null when not found.
+ */
+function flockHolder(dir: string): number | null {
+  let real: string;
+  try {
+    real = realpathSync(dir);
+  } catch {
+    return null;
+  }
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/u.test(entry) || Number(entry) === process.pid) continue;
+    let fds: string[];
+    try {
+      fds = readdirSync(`/proc/${entry}/fd`);
+    } catch {
+      continue;
+    }
+    for (const fd of fds) {
+      try {
+        if (readlinkSync(`/proc/${entry}/fd/${fd}`) !== real) continue;
+        if (/^lock:.*\bFLOCK\b.*\bWRITE\b/mu.test(readFileSync(`/proc/${entry}/fdinfo/${fd}`, 'utf8')))
+          return Number(entry);
+      } catch {
+        // gone meanwhile
+      }
+    }
+  }
+  return null;
 }
 
 /**
@@ -94,7 +138,7 @@ export async function lockStateDir(stateDir: string, runDir: string): Promise<Re
     closeSync(fd);
     if (!taken.ok) return taken;
     const holder = liveHolder(pidFile);
-    return refuse(holder.ok ? holder.value : null);
+    return refuse((holder.ok ? holder.value : null) ?? flockHolder(stateDir));
   }
   const start = processStartTime(process.pid);
   if (!start.ok) {
