@@ -1,13 +1,15 @@
 // Model-based property of the engine with a fault-injecting host: after every step of a random
 // sequence of create / force-create / destroy / policy changes — some host steps failing — the
 // resource tree, the running tender processes and the host artefacts agree with each other and
-// with a simple model of what should run.
+// with a simple model of what should run. Besides failures of whole host steps, a write at the
+// file layer may meet ENOSPC or EDQUOT with its errno (src/host/faults.ts), as on a full disk.
 import { readlinkSync } from 'node:fs';
 import { readdir } from 'node:fs/promises';
 import path from 'node:path';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { EngineHost } from '../src/engine/host.js';
+import { injectWriteFaults, type WriteSite } from '../src/host/faults.js';
 import { unwrap } from '../src/resources/errors.js';
 import { makePolicy } from '../src/resources/policy.js';
 import * as T from '../src/resources/tree.js';
@@ -27,13 +29,29 @@ const HOST_STEPS: (keyof EngineHost)[] = [
   'writeSnapshot',
 ];
 
+/** File-layer write sites a step may meet a full disk at (the state directory's). */
+const WRITE_SITES: WriteSite[] = [
+  'stage',
+  'stage-sync',
+  'store',
+  'replace:write',
+  'replace:fsync',
+  'replace:rename',
+  'append:write',
+  'append:fdatasync',
+];
+
 type Op =
   | { op: 'create'; vm: string; net: boolean; force: boolean }
   | { op: 'destroy'; vm: string }
   | { op: 'policy'; vms: number }
   | { op: 'unpolicy' };
 
-const opArb: fc.Arbitrary<{ op: Op; fault: keyof EngineHost | null }> = fc.record({
+const opArb: fc.Arbitrary<{
+  op: Op;
+  fault: keyof EngineHost | null;
+  full: { site: WriteSite; errno: 'ENOSPC' | 'EDQUOT' } | null;
+}> = fc.record({
   op: fc.oneof(
     {
       weight: 4,
@@ -55,6 +73,13 @@ const opArb: fc.Arbitrary<{ op: Op; fault: keyof EngineHost | null }> = fc.recor
     { weight: 1, arbitrary: fc.record({ op: fc.constant('unpolicy' as const) }) },
   ),
   fault: fc.option(fc.constantFrom(...HOST_STEPS), { nil: null, freq: 3 }),
+  full: fc.option(
+    fc.record({
+      site: fc.constantFrom(...WRITE_SITES),
+      errno: fc.constantFrom('ENOSPC' as const, 'EDQUOT' as const),
+    }),
+    { nil: null, freq: 3 },
+  ),
 });
 
 describe('engine with host faults', () => {
@@ -63,8 +88,12 @@ describe('engine with host faults', () => {
       fc.asyncProperty(fc.array(opArb, { minLength: 1, maxLength: 8 }), async (steps) => {
         const t = await makeEngine({ stopTimeoutMs: 1_000 });
         try {
-          for (const { op, fault } of steps) {
+          for (const { op, fault, full } of steps) {
             if (fault !== null) t.faults[fault] = () => true;
+            if (full !== null)
+              injectWriteFaults((site, file) =>
+                site === full.site && file.startsWith(t.stateDir) ? full.errno : null,
+              );
             switch (op.op) {
               case 'create': {
                 const image = op.net ? canaryNetImage : canaryImage;
@@ -90,6 +119,7 @@ describe('engine with host faults', () => {
                 break;
             }
             for (const step of HOST_STEPS) delete t.faults[step];
+            injectWriteFaults(null);
             await t.engine.idle();
 
             // Agreement: the tree's unikernels = the running set = the tenders alive = the artefacts.
@@ -150,6 +180,7 @@ describe('engine with host faults', () => {
           );
           expect((await readdir(path.join(t.stateDir, 'images'))).sort()).toEqual([...images].sort());
         } finally {
+          injectWriteFaults(null);
           await t.close();
         }
       }),

@@ -45,10 +45,15 @@ export function writeFault(site: WriteSite, file: string): NodeJS.ErrnoException
   return error;
 }
 
+/** The path contains `part`; a part ending in `$` must end the path. */
+const matches = (file: string, part: string): boolean =>
+  part.endsWith('$') ? file.endsWith(part.slice(0, -1)) : file.includes(part);
+
 /**
- * `PETREL_TEST_WRITE_FAULT=<site>[@<path part>][=<errno>][#<n>]`: the n-th write (default the
- * first) at that site, of a file whose path contains the part, fails with the errno (default
- * ENOSPC); every later one succeeds. Used by test/daemon/launch.mjs only.
+ * `PETREL_TEST_WRITE_FAULT=<site>[@<path part>[$]][=<errno>][#<n>]`: the n-th write (default
+ * the first) at that site, of a file whose path contains the part (ends with it, with `$`),
+ * fails with the errno (default ENOSPC); every later one succeeds. Used by
+ * test/daemon/launch.mjs only.
  */
 export function faultFromSpec(spec: string): Injector {
   const match = /^([a-z:-]+)(?:@([^=#]+))?(?:=([A-Z]+))?(?:#(\d+))?$/u.exec(spec);
@@ -56,7 +61,7 @@ export function faultFromSpec(spec: string): Injector {
   const [, site, part, code = 'ENOSPC', nth = '1'] = match;
   let seen = 0;
   return (at, file) => {
-    if (at !== site || (part !== undefined && !file.includes(part))) return null;
+    if (at !== site || (part !== undefined && !matches(file, part))) return null;
     seen += 1;
     return seen === Number(nth) ? code : null;
   };

@@ -20,6 +20,7 @@ import {
 import { setTimeout as sleep } from 'node:timers/promises';
 import { err, ok, type PetrelError, type Result } from '../resources/errors.js';
 import { type Name, parseName } from '../resources/name.js';
+import { writeFault } from './faults.js';
 import { type FileError, ioError, temporaryName, unlinkIfPresentSync } from './files.js';
 import { containedPath, pidRecordPath, tendersDir } from './paths.js';
 import type { Undoable } from './undo.js';
@@ -111,6 +112,8 @@ export function writePidRecord(
     );
     try {
       step = 'write';
+      const fault = writeFault('run-file', file.value);
+      if (fault !== null) throw fault;
       writeSync(fd, `${pid} ${start}\n`);
     } finally {
       closeSync(fd);

@@ -143,11 +143,16 @@ describe('a full state directory', () => {
       expect(refusal).toMatch(
         new RegExp(`no space in the state directory ${state}: \\d+ bytes free, ${IMAGE_BYTES} needed`),
       );
-      expect(await storeAndState(state)).toEqual({
-        store: (await storeAndState(state)).named,
-        named: (await storeAndState(state)).named,
-      });
+      const refusedAt = await storeAndState(state);
+      expect(refusedAt.store).toEqual(refusedAt.named);
+      expect(refusedAt.named).toHaveLength(created.length);
       expect((await readdir(`${state}/images`)).filter((f) => f.startsWith('.'))).toEqual([]);
+      // A block device of known size that cannot fit is refused before a file is made.
+      const block = said((await request(socket, ':disk', { type: 'block-add', size: 8 }))[0]);
+      expect(block).toMatch(
+        new RegExp(`no space in the state directory ${state}: \\d+ bytes free, ${8 * MIB} needed`),
+      );
+      expect(await readdir(`${state}/block`)).toEqual([]);
 
       // Nothing is left of it, and the disk is now full for real.
       await fill(`${state}/filler`);
@@ -170,6 +175,8 @@ describe('a full state directory', () => {
         );
       }
       // The first destroy's journal entry met ENOSPC and was written once the reserve went.
+      for (let i = 0; i < 100 && !daemon.stderr().includes('the reserve is given up'); i++)
+        await new Promise((r) => setTimeout(r, 50));
       expect(daemon.stderr()).toContain('the reserve is given up for a freeing command');
       const kept = created.slice(2);
       expect(await infoNames(socket)).toEqual([...kept].sort());

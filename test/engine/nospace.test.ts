@@ -1,0 +1,210 @@
+// Issue 23: a full disk (ENOSPC) or quota (EDQUOT) at every write site of the file layer —
+// image staging and its fsync, the move into the store, the journal's write and fdatasync, a
+// snapshot's write, fsync and rename on the file thread, a block file's creation and extension,
+// a PID record, node.json — injected with its errno in petreld (a separate process,
+// PETREL_TEST_WRITE_FAULT, src/host/faults.ts). Each is a clean refusal that changes nothing
+// (or, for what petreld only tries, no refusal at all); petreld is then killed (SIGKILL) at once,
+// and the next start converges as the crash-point tests (crash.test.ts) check: the state, the
+// tenders, the store and the run directory agree, and a create works.
+import { existsSync } from 'node:fs';
+import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Command } from '../../src/wire/types.js';
+import { request, said } from '../daemon/client.js';
+import { type DaemonProcess, launchDaemon } from '../daemon/process.js';
+import { canaryImage, repo, testTender } from './guest.js';
+import { canaryConfig, makeNetns, storedState } from './harness.js';
+
+let base: string;
+let tender: string;
+const netns = makeNetns();
+
+beforeAll(async () => {
+  if (!existsSync(path.join(repo, 'dist', 'src', 'daemon', 'daemon.js')))
+    throw new Error('dist/ is missing: run `npm run build` before these tests');
+  base = await mkdtemp(path.join(tmpdir(), 'petrel-nospace-'));
+  tender = await testTender(base);
+});
+afterAll(async () => {
+  netns.destroy();
+  await rm(base, { recursive: true, force: true });
+});
+
+function startDaemon(dir: string, fault?: string, extra: readonly string[] = []): Promise<DaemonProcess> {
+  const flags = ['--state-dir', `${dir}/state`, '--run-dir', `${dir}/run`, '--tender-hvt', tender];
+  flags.push('--runtimes', 'hvt', '--stop-timeout', '2s', '--canary-deadline', '10s', '--log-level', 'warn');
+  return launchDaemon([...flags, ...extra], {
+    PETREL_TEST_NETNS: netns.name,
+    PETREL_FAKE_KVM: '1',
+    ...(fault === undefined ? {} : { PETREL_TEST_WRITE_FAULT: fault }),
+  });
+}
+
+const create = async (socket: string, vm: string, variant: string): Promise<string> => {
+  const image = Buffer.concat([await readFile(canaryImage), Buffer.from(variant)]);
+  const command: Command = {
+    type: 'unikernel-create',
+    force: false,
+    release: '2.7',
+    config: await canaryConfig(canaryImage, ['wait', vm], { image }),
+  };
+  return said((await request(socket, `:${vm}`, command))[0]);
+};
+
+/** What runs and what lies around: tenders, image links, FIFOs, records, state, store, blocks. */
+async function observe(dir: string) {
+  const run = `${dir}/run`;
+  const tenders: string[] = [];
+  for (const pid of await readdir('/proc')) {
+    if (!/^\d+$/u.test(pid)) continue;
+    const cmdline = await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '');
+    const image = cmdline.split('\0').find((a) => a.startsWith(`${run}/`) && a.endsWith('.img'));
+    if (image) tenders.push(path.basename(image, '.img'));
+  }
+  const state = await storedState(`${dir}/state`);
+  const list = async (d: string) => (await readdir(d).catch(() => [])).sort();
+  return {
+    tenders: tenders.sort(),
+    links: (await list(run)).filter((f) => f.endsWith('.img')).map((f) => path.basename(f, '.img')),
+    fifos: (await list(`${run}/fifo`)).filter((f) => !f.startsWith('.spare-')),
+    records: await list(`${run}/tenders`),
+    stored: state.unikernels.map((u) => `:${u.name.label}`).sort(),
+    referenced: [...new Set(state.unikernels.map((u) => u.image.digest))].sort(),
+    store: await list(`${dir}/state/images`),
+    blocks: await list(`${dir}/state/block`),
+  };
+}
+
+type Scenario = {
+  what: string;
+  fault: string;
+  /** Runs the command that meets the fault; returns its reply. */
+  act: (socket: string) => Promise<string>;
+  /** The reply: a refusal naming the errno, or (for what petreld only tries) success. */
+  reply: RegExp;
+  /** Unikernels committed once it is over (those created before the fault stay). */
+  after: readonly string[];
+  flags?: readonly string[];
+};
+
+const refused = /ENOSPC|EDQUOT|no space/u;
+const createOne = (s: string) => create(s, 'vm', 'one');
+const blockAdd = async (s: string) =>
+  said((await request(s, ':disk', { type: 'block-add', size: 1 } as Command))[0]);
+
+const scenarios: Scenario[] = [
+  { what: 'image staging, a write', fault: 'stage', act: createOne, reply: refused, after: [] },
+  { what: 'image staging, its fsync', fault: 'stage-sync=EDQUOT', act: createOne, reply: refused, after: [] },
+  { what: 'the move into the store', fault: 'store', act: createOne, reply: refused, after: [] },
+  {
+    what: 'the journal entry of a create, its write (a torn entry, cut back)',
+    fault: 'append:write@/petrel.journal$',
+    act: createOne,
+    reply: refused,
+    after: [],
+  },
+  {
+    what: 'the journal entry of a create, its fdatasync',
+    fault: 'append:fdatasync@/petrel.journal$=EDQUOT',
+    act: createOne,
+    reply: refused,
+    after: [],
+  },
+  ...(['write', 'fsync', 'rename'] as const).map(
+    (step): Scenario => ({
+      what: `a snapshot of a create on the file thread, its ${step}`,
+      fault: `replace:${step}@/petrel.state$`,
+      act: createOne,
+      reply: refused,
+      after: [],
+      flags: ['--state-journal-max', '1'],
+    }),
+  ),
+  {
+    what: 'a destroy whose journal entry meets a full disk: the reserve gives it room',
+    fault: 'append:write@/petrel.journal$#2',
+    act: async (s) => {
+      expect(await createOne(s)).toBe('created unikernel');
+      return said((await request(s, ':vm', { type: 'unikernel-destroy' }))[0]);
+    },
+    reply: /^destroyed unikernel$/u,
+    after: [],
+  },
+  {
+    what: 'a destroy whose snapshot meets a full disk: the reserve gives it room',
+    fault: 'replace:write@/petrel.state$#2',
+    act: async (s) => {
+      expect(await createOne(s)).toBe('created unikernel');
+      return said((await request(s, ':vm', { type: 'unikernel-destroy' }))[0]);
+    },
+    reply: /^destroyed unikernel$/u,
+    after: [],
+    flags: ['--state-journal-max', '1'],
+  },
+  { what: 'a block file, its creation', fault: 'block-create', act: blockAdd, reply: refused, after: [] },
+  { what: 'a block file, its extension', fault: 'block-extend', act: blockAdd, reply: refused, after: [] },
+  {
+    what: "a tender's PID record in the run directory",
+    fault: 'run-file@tenders/:vm',
+    act: createOne,
+    reply: /.*/u,
+    after: [],
+  },
+];
+
+describe('ENOSPC and EDQUOT at every write site', () => {
+  it.each(scenarios)('$what: a clean refusal, and a SIGKILL after it converges', async (scenario) => {
+    const dir = await mkdtemp(path.join(base, 'case-'));
+    // A first start writes the state once (the root policy): the fault counts from a later one.
+    await (await startDaemon(dir, undefined, scenario.flags)).stop('SIGTERM');
+    const first = await startDaemon(dir, scenario.fault, scenario.flags);
+    const socket = `${dir}/run/util/vmmd.sock`;
+    let second: DaemonProcess | null = null;
+    try {
+      const reply = await scenario.act(socket);
+      expect(reply).toMatch(scenario.reply);
+      const before = await observe(dir);
+      const created = reply === 'created unikernel' ? [':vm'] : [];
+      // A refusal changed nothing: the state, what runs and what lies around agree.
+      expect(before.stored).toEqual([...scenario.after, ...created].sort());
+      expect(before.tenders).toEqual(before.stored);
+      expect(before.links).toEqual(before.stored);
+      expect(before.fifos).toEqual(before.stored);
+      expect(before.store).toEqual(before.referenced);
+      expect(before.blocks).toEqual([]);
+      first.child.kill('SIGKILL');
+      await first.exited;
+
+      second = await startDaemon(dir);
+      const seen = await observe(dir);
+      expect(seen.stored).toEqual(before.stored);
+      expect(seen.tenders).toEqual(seen.stored);
+      expect(seen.links).toEqual(seen.stored);
+      expect(seen.fifos).toEqual(seen.stored);
+      expect(seen.records).toEqual(seen.stored);
+      expect(seen.store).toEqual(seen.referenced);
+      expect(seen.blocks).toEqual([]);
+      expect(await create(socket, 'next', 'next')).toBe('created unikernel');
+    } finally {
+      await second?.stop();
+      await first.stop();
+    }
+  });
+
+  it('node.json in a full run directory: logged, and petreld starts and serves', async () => {
+    const dir = await mkdtemp(path.join(base, 'case-'));
+    const d = await startDaemon(dir, 'replace:write@node.json');
+    try {
+      // The log is written asynchronously: it may arrive just after READY.
+      for (let i = 0; i < 100 && !d.stderr().includes('could not write node.json'); i++)
+        await new Promise((r) => setTimeout(r, 50));
+      expect(d.stderr()).toContain('could not write node.json');
+      expect(existsSync(`${dir}/run/node.json`)).toBe(false);
+      expect(await create(`${dir}/run/util/vmmd.sock`, 'vm', 'one')).toBe('created unikernel');
+    } finally {
+      await d.stop();
+    }
+  });
+});
