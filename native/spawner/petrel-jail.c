@@ -1,0 +1,482 @@
+/* petrel-jail: puts one tender in its jail, then execs it (issue 22; docs/threat-model.md).
+ *
+ * Why a program of its own: the holder execs it instead of the tender (the holder's protocol
+ * and its vfork stay as they are, so a holder of an earlier release runs jailed tenders too),
+ * and the process the holder records, signals and reaps is the tender itself once this execs.
+ * It runs as root and, in this order: leaves every descriptor but 0-2; joins the cgroups
+ * petreld chose (made here, their limits written); takes its block files (chowned to the jail's
+ * id) and image (copied: the store's files are root 0400 and shared across tenants); enters new
+ * mount, IPC and UTS namespaces, makes every mount private and builds a root on a tmpfs of its
+ * own (mounted inside the namespace, so a nodev run directory does not matter) that holds only
+ * the files it was given, at the paths the tender was given, plus the device nodes it was
+ * allowed (made for this jail, owned by its id; the host's nodes are never touched); pivots
+ * into it and makes it read-only; pins the CPUs; sets the resource limits (soft = hard); drops
+ * every capability from the bounding and ambient sets, the supplementary groups, then changes
+ * to the jail's uid and gid; sets no_new_privs and the parent-death signal again (a change of
+ * credentials clears it); installs a system-call filter that refuses every socket but the
+ * AF_INET datagram socket tenders use for interface ioctls, and any connect, bind or send on
+ * one (so no loopback service, abstract unix socket or netlink is reachable), and io_uring
+ * (which could open sockets past the filter); execs the tender with an empty environment.
+ *
+ * Usage: petrel-jail --id N [--cpus LIST] [--limit as|nproc|nofile|fsize=N]...
+ *          [--cgroup-mkdir DIR]... [--cgroup-write FILE=VALUE]... [--cgroup-join DIR]...
+ *          [--ro PATH]... [--copy PATH]... [--rw PATH]... [--dev kvm|tun]... [--base DIR]
+ *          -- TENDER ARG...
+ * Every PATH is absolute and appears at that same path inside the jail. --base is where the
+ * jail's tmpfs is mounted inside the namespace (default /tmp; nothing shows outside it).
+ * Failures before the exec are one line on standard error (the tender's console) and exit 125.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <linux/audit.h>
+#include <linux/capability.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <sched.h>
+#include <signal.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/sendfile.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#define FAIL_STATUS 125
+#define MAX_ITEMS 256
+
+static void fail(const char *what, const char *detail)
+{
+    int saved = errno;
+    fprintf(stderr, "petrel-jail: %s%s%s: %s\n", what, detail ? " " : "", detail ? detail : "",
+            saved ? strerror(saved) : "invalid");
+    fflush(stderr);
+    _exit(FAIL_STATUS);
+}
+
+static void usage(const char *why)
+{
+    errno = 0;
+    fail("usage", why);
+}
+
+struct item {
+    char kind; /* 'r' read-only bind, 'c' copy, 'w' read-write bind, 'd' device */
+    const char *path;
+    int fd; /* 'w': the file, opened and chowned before the namespace */
+};
+
+static struct item items[MAX_ITEMS];
+static size_t n_items;
+static const char *cg_mkdir[MAX_ITEMS], *cg_write[MAX_ITEMS], *cg_join[MAX_ITEMS];
+static size_t n_mkdir, n_write, n_join;
+
+struct limit {
+    const char *name;
+    int resource;
+    rlim_t value;
+    int set;
+};
+static struct limit limits[] = {
+    { "as", RLIMIT_AS, 0, 0 },
+    { "nproc", RLIMIT_NPROC, 0, 0 },
+    { "nofile", RLIMIT_NOFILE, 0, 0 },
+    { "fsize", RLIMIT_FSIZE, 0, 0 },
+};
+
+static unsigned long number(const char *text, const char *what)
+{
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(text, &end, 10);
+    if (errno || end == text || *end != '\0' || text[0] == '-')
+        usage(what);
+    return (unsigned long)v;
+}
+
+static void add_item(char kind, const char *path)
+{
+    if (n_items == MAX_ITEMS)
+        usage("too many paths");
+    if (kind != 'd' && (path[0] != '/' || strstr(path, "/../") || strcmp(path, "/") == 0))
+        usage(path);
+    items[n_items++] = (struct item){ kind, path, -1 };
+}
+
+/* Writes `text` to an existing file (a cgroup control file). */
+static void write_file(const char *file, const char *text)
+{
+    int fd = open(file, O_WRONLY | O_CLOEXEC);
+    if (fd < 0)
+        fail("open", file);
+    size_t len = strlen(text);
+    if (write(fd, text, len) != (ssize_t)len)
+        fail("write", file);
+    close(fd);
+}
+
+static void cgroups(void)
+{
+    for (size_t i = 0; i < n_mkdir; i++)
+        if (mkdir(cg_mkdir[i], 0755) != 0 && errno != EEXIST)
+            fail("mkdir", cg_mkdir[i]);
+    for (size_t i = 0; i < n_write; i++) {
+        char file[4096];
+        const char *eq = strchr(cg_write[i], '=');
+        if (!eq || (size_t)(eq - cg_write[i]) >= sizeof file)
+            usage(cg_write[i]);
+        memcpy(file, cg_write[i], (size_t)(eq - cg_write[i]));
+        file[eq - cg_write[i]] = '\0';
+        write_file(file, eq + 1);
+    }
+    for (size_t i = 0; i < n_join; i++) {
+        char file[4096];
+        snprintf(file, sizeof file, "%s/cgroup.procs", cg_join[i]);
+        write_file(file, "0");
+    }
+}
+
+/* Makes every directory of `path` below the current directory (the jail's root). */
+static void make_parents(const char *path)
+{
+    char dir[4096];
+    if (strlen(path) >= sizeof dir)
+        fail("path too long", path);
+    strcpy(dir, path);
+    for (char *slash = strchr(dir + 1, '/'); slash; slash = strchr(slash + 1, '/')) {
+        *slash = '\0';
+        if (mkdir(dir + 1, 0755) != 0 && errno != EEXIST)
+            fail("mkdir", dir);
+        *slash = '/';
+    }
+}
+
+/* A mount point for `source` at `target` (relative to the jail's root): a directory or a file. */
+static void mount_point(const char *target, int directory)
+{
+    make_parents(target - 1);
+    if (directory) {
+        if (mkdir(target, 0755) != 0 && errno != EEXIST)
+            fail("mkdir", target);
+    } else {
+        int fd = open(target, O_WRONLY | O_CREAT | O_CLOEXEC, 0400);
+        if (fd < 0)
+            fail("create", target);
+        close(fd);
+    }
+}
+
+static void bind_at(const char *source, const char *target, unsigned long flags)
+{
+    if (mount(source, target, NULL, MS_BIND | MS_REC, NULL) != 0)
+        fail("bind", target - 1);
+    if (mount(NULL, target, NULL, MS_BIND | MS_REMOUNT | MS_NOSUID | MS_NODEV | flags, NULL) != 0)
+        fail("remount", target - 1);
+}
+
+static void copy_file(int from, const char *path)
+{
+    struct stat st;
+    if (fstat(from, &st) != 0)
+        fail("stat", path);
+    make_parents(path);
+    int to = open(path + 1, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0444);
+    if (to < 0)
+        fail("create", path);
+    off_t at = 0;
+    while (at < st.st_size) {
+        ssize_t n = sendfile(to, from, &at, (size_t)(st.st_size - at));
+        if (n <= 0) {
+            errno = n == 0 ? EIO : errno;
+            fail("copy", path);
+        }
+    }
+    close(to);
+}
+
+static void device(const char *which, uid_t id)
+{
+    const char *host = strcmp(which, "kvm") == 0 ? "/dev/kvm" : strcmp(which, "tun") == 0 ? "/dev/net/tun" : NULL;
+    if (!host)
+        usage(which);
+    struct stat st;
+    if (stat(host, &st) != 0 || !S_ISCHR(st.st_mode)) {
+        errno = errno ? errno : ENODEV;
+        fail("device", host);
+    }
+    make_parents(host);
+    if (mknod(host + 1, S_IFCHR | 0600, st.st_rdev) != 0 || chown(host + 1, id, id) != 0)
+        fail("mknod", host);
+}
+
+static void build_root(const char *base, uid_t id)
+{
+    if (sethostname("petrel-tender", 13) != 0)
+        fail("sethostname", NULL);
+    if (mount("petrel-jail", base, "tmpfs", MS_NOSUID, "mode=0755") != 0)
+        fail("mount tmpfs on", base);
+    if (chdir(base) != 0)
+        fail("chdir", base);
+    struct stat null;
+    if (stat("/dev/null", &null) != 0)
+        fail("stat", "/dev/null");
+    make_parents("/dev/null");
+    if (mknod("dev/null", S_IFCHR | 0666, null.st_rdev) != 0 || chmod("dev/null", 0666) != 0)
+        fail("mknod", "/dev/null");
+    for (size_t i = 0; i < n_items; i++) {
+        struct item *it = &items[i];
+        if (it->kind == 'd') {
+            device(it->path, id);
+        } else if (it->kind == 'c') {
+            copy_file(it->fd, it->path);
+            close(it->fd);
+        } else {
+            struct stat st;
+            char source[64];
+            snprintf(source, sizeof source, "/proc/self/fd/%d", it->fd);
+            if (fstat(it->fd, &st) != 0)
+                fail("stat", it->path);
+            mount_point(it->path + 1, S_ISDIR(st.st_mode));
+            bind_at(source, it->path + 1, it->kind == 'r' ? MS_RDONLY : 0);
+            close(it->fd);
+        }
+    }
+    /* The tmpfs becomes /; the old root is detached, so nothing of the host is reachable. */
+    if (syscall(SYS_pivot_root, ".", ".") != 0)
+        fail("pivot_root", base);
+    if (umount2(".", MNT_DETACH) != 0)
+        fail("detach the old root", NULL);
+    if (chdir("/") != 0)
+        fail("chdir", "/");
+    if (mount(NULL, "/", NULL, MS_REMOUNT | MS_RDONLY | MS_NOSUID, NULL) != 0)
+        fail("remount / read-only", NULL);
+}
+
+static void pin(const char *list)
+{
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    char copy[1024];
+    if (strlen(list) >= sizeof copy)
+        usage("--cpus");
+    strcpy(copy, list);
+    for (char *save, *cpu = strtok_r(copy, ",", &save); cpu; cpu = strtok_r(NULL, ",", &save)) {
+        unsigned long n = number(cpu, "--cpus");
+        if (n >= CPU_SETSIZE)
+            usage("--cpus");
+        CPU_SET(n, &set);
+    }
+    if (sched_setaffinity(0, sizeof set, &set) != 0)
+        fail("sched_setaffinity", list);
+}
+
+static void set_limits(void)
+{
+    struct rlimit none = { 0, 0 };
+    if (setrlimit(RLIMIT_CORE, &none) != 0)
+        fail("setrlimit", "core");
+    for (size_t i = 0; i < sizeof limits / sizeof limits[0]; i++) {
+        if (!limits[i].set)
+            continue;
+        struct rlimit r = { limits[i].value, limits[i].value };
+        if (setrlimit(limits[i].resource, &r) != 0)
+            fail("setrlimit", limits[i].name);
+    }
+}
+
+static void drop_privileges(uid_t id)
+{
+    for (int cap = 0; cap <= 63; cap++)
+        if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0 && errno != EINVAL)
+            fail("drop capability from the bounding set", NULL);
+    if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) != 0 && errno != EINVAL)
+        fail("clear ambient capabilities", NULL);
+    if (setgroups(0, NULL) != 0)
+        fail("setgroups", NULL);
+    if (setresgid(id, id, id) != 0)
+        fail("setresgid", NULL);
+    if (setresuid(id, id, id) != 0)
+        fail("setresuid", NULL);
+    /* Leaving uid 0 cleared the permitted and effective sets; check rather than trust. */
+    struct __user_cap_header_struct head = { _LINUX_CAPABILITY_VERSION_3, 0 };
+    struct __user_cap_data_struct data[2];
+    if (syscall(SYS_capget, &head, data) != 0)
+        fail("capget", NULL);
+    if (data[0].effective | data[0].permitted | data[1].effective | data[1].permitted) {
+        errno = EPERM;
+        fail("capabilities left after setresuid", NULL);
+    }
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
+        fail("no_new_privs", NULL);
+}
+
+#if defined(__x86_64__)
+#define JAIL_ARCH AUDIT_ARCH_X86_64
+#define X32_BIT 0x40000000u
+#elif defined(__aarch64__)
+#define JAIL_ARCH AUDIT_ARCH_AARCH64
+#define X32_BIT 0u
+#else
+#error "petrel-jail: unknown architecture for the system-call filter"
+#endif
+
+#define LOAD(field) BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, field))
+#define RETURN(what) BPF_STMT(BPF_RET | BPF_K, (what))
+
+/* Refused with EPERM: every way to a socket but AF_INET datagrams (which can neither connect nor
+ * send: the tenders' interface ioctls need one), the calls that would make a
+ * new namespace (a user namespace needs no privilege), or reach kernel interfaces a tender never
+ * uses. The tender's own filter (petrel-spt, solo5-hvt) is an allow-list installed after this. */
+static const unsigned denied[] = {
+    __NR_socketpair, __NR_connect, __NR_bind, __NR_listen, __NR_sendto, __NR_sendmsg, __NR_sendmmsg,
+    __NR_io_uring_setup, __NR_unshare, __NR_setns, __NR_bpf, __NR_perf_event_open, __NR_keyctl,
+    __NR_add_key, __NR_request_key, __NR_userfaultfd, __NR_ptrace, __NR_mount, __NR_umount2,
+    __NR_pivot_root, __NR_chroot,
+    /* No new process or thread: none survives the tender to meet the next holder of its id (the
+     * kernel's own KVM worker is made inside KVM_RUN, not by these; RLIMIT_NPROC counts it). */
+    __NR_clone, __NR_clone3, __NR_fork, __NR_vfork,
+};
+#define N_DENIED (sizeof denied / sizeof denied[0])
+
+static void filter(void)
+{
+    /* Layout: arch check (3), load nr, x32 check, socket → SOCKET, each denied → DENY, ALLOW,
+     * SOCKET: AF_INET and SOCK_DGRAM (any flags) → ALLOW2, else DENY; DENY; ALLOW2. */
+    struct sock_filter p[3 + 1 + 1 + 1 + N_DENIED + 1 + 5 + 1 + 1];
+    size_t n = 0;
+    const size_t socket_at = 6 + N_DENIED + 1, deny_at = socket_at + 5, allow2_at = deny_at + 1;
+#define JUMP_TO(at, value, target)                                                                     \
+    (struct sock_filter) BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (value), (unsigned char)((target) - (at)-1), 0)
+    p[n++] = (struct sock_filter)LOAD(arch);
+    p[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, JAIL_ARCH, 1, 0);
+    p[n++] = (struct sock_filter)RETURN(SECCOMP_RET_KILL_PROCESS);
+    p[n++] = (struct sock_filter)LOAD(nr);
+    p[n] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, X32_BIT, (unsigned char)(deny_at - n - 1), 0);
+    n++;
+    p[n] = JUMP_TO(n, __NR_socket, socket_at);
+    n++;
+    for (size_t k = 0; k < N_DENIED; k++, n++)
+        p[n] = JUMP_TO(n, denied[k], deny_at);
+    p[n++] = (struct sock_filter)RETURN(SECCOMP_RET_ALLOW);
+    p[n++] = (struct sock_filter)LOAD(args[0]); /* the low 32 bits: little-endian */
+    p[n] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AF_INET, 0, (unsigned char)(deny_at - n - 1));
+    n++;
+    p[n++] = (struct sock_filter)LOAD(args[1]);
+    p[n++] = (struct sock_filter)BPF_STMT(BPF_ALU | BPF_AND | BPF_K, 0xf); /* the type without flags */
+    p[n] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SOCK_DGRAM, (unsigned char)(allow2_at - n - 1), 0);
+    n++;
+    p[n++] = (struct sock_filter)RETURN(SECCOMP_RET_ERRNO | (EPERM & SECCOMP_RET_DATA));
+    p[n++] = (struct sock_filter)RETURN(SECCOMP_RET_ALLOW);
+#undef JUMP_TO
+    if (n != sizeof p / sizeof p[0]) {
+        errno = EINVAL;
+        fail("system-call filter layout", NULL);
+    }
+    struct sock_fprog prog = { (unsigned short)n, p };
+    if (prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) != 0)
+        fail("seccomp", NULL);
+}
+
+int main(int argc, char **argv)
+{
+    long id = -1;
+    const char *cpus = NULL, *base = "/tmp";
+    int i = 1;
+    for (; i < argc && strcmp(argv[i], "--") != 0; i += 2) {
+        const char *opt = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!val)
+            usage(opt);
+        if (strcmp(opt, "--id") == 0) {
+            id = (long)number(val, "--id");
+        } else if (strcmp(opt, "--cpus") == 0) {
+            cpus = val;
+        } else if (strcmp(opt, "--base") == 0) {
+            base = val;
+        } else if (strcmp(opt, "--limit") == 0) {
+            const char *eq = strchr(val, '=');
+            size_t k = 0, n = sizeof limits / sizeof limits[0];
+            for (; eq && k < n; k++)
+                if (strlen(limits[k].name) == (size_t)(eq - val) && strncmp(limits[k].name, val, (size_t)(eq - val)) == 0)
+                    break;
+            if (!eq || k == n)
+                usage(val);
+            limits[k].value = (rlim_t)number(eq + 1, val);
+            limits[k].set = 1;
+        } else if (strcmp(opt, "--cgroup-mkdir") == 0 && n_mkdir < MAX_ITEMS) {
+            cg_mkdir[n_mkdir++] = val;
+        } else if (strcmp(opt, "--cgroup-write") == 0 && n_write < MAX_ITEMS) {
+            cg_write[n_write++] = val;
+        } else if (strcmp(opt, "--cgroup-join") == 0 && n_join < MAX_ITEMS) {
+            cg_join[n_join++] = val;
+        } else if (strcmp(opt, "--ro") == 0) {
+            add_item('r', val);
+        } else if (strcmp(opt, "--copy") == 0) {
+            add_item('c', val);
+        } else if (strcmp(opt, "--rw") == 0) {
+            add_item('w', val);
+        } else if (strcmp(opt, "--dev") == 0) {
+            add_item('d', val);
+        } else {
+            usage(opt);
+        }
+    }
+    if (i >= argc - 1 || id <= 0 || id > 0x7fffffff)
+        usage("--id N and -- TENDER are required");
+    char **tender = argv + i + 1;
+    if (tender[0][0] != '/')
+        usage("the tender must be an absolute path");
+    pid_t parent = getppid();
+
+    /* Only 0-2 (the console) go on: the holder's are close-on-exec, anything else is not ours. */
+    if (syscall(SYS_close_range, 3u, ~0u, 0u) != 0)
+        for (int fd = 3; fd < 1024; fd++)
+            close(fd);
+    cgroups();
+    /* A mount namespace of our own, every mount in it private: nothing below shows on the host. */
+    if (unshare(CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWUTS) != 0)
+        fail("unshare", NULL);
+    if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0)
+        fail("make mounts private", NULL);
+    /* Every file is opened now (in the new namespace: a bind takes only its own mounts), before
+     * the tmpfs can hide it (a path under --base), and bound
+     * or copied from its descriptor: what the jail gets is what was checked here. */
+    for (size_t k = 0; k < n_items; k++) {
+        struct item *it = &items[k];
+        if (it->kind == 'd')
+            continue;
+        int flags = it->kind == 'r' ? O_PATH : it->kind == 'c' ? O_RDONLY : O_RDWR | O_NOFOLLOW;
+        it->fd = open(it->path, flags | O_CLOEXEC);
+        struct stat st;
+        if (it->fd < 0 || fstat(it->fd, &st) != 0)
+            fail("open", it->path);
+        if (it->kind != 'r' && !S_ISREG(st.st_mode)) {
+            errno = EINVAL;
+            fail("not a regular file:", it->path);
+        }
+        if (it->kind == 'w' && fchown(it->fd, (uid_t)id, (gid_t)id) != 0)
+            fail("chown", it->path);
+    }
+    build_root(base, (uid_t)id);
+    if (cpus)
+        pin(cpus);
+    set_limits();
+    drop_privileges((uid_t)id);
+    /* Changing credentials cleared the parent-death signal the holder set: set it again, and
+     * give up if the holder died meanwhile (we would run unsupervised). */
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0 || getppid() != parent) {
+        errno = errno ? errno : ESRCH;
+        fail("parent-death signal", NULL);
+    }
+    filter();
+    char *empty[] = { NULL };
+    execve(tender[0], tender, empty);
+    fail("exec", tender[0]);
+}
