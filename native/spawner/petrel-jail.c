@@ -3,13 +3,13 @@
  * Why a program of its own: the holder execs it instead of the tender (the holder's protocol
  * and its vfork stay as they are, so a holder of an earlier release runs jailed tenders too),
  * and the process the holder records, signals and reaps is the tender itself once this execs.
- * It runs as root and, in this order: leaves every descriptor but 0-2; joins the cgroups
- * petreld chose (made here, their limits written); takes its block files (chowned to the jail's
+ * It runs as root and, in this order: leaves every descriptor but 0-2; takes its block files (chowned to the jail's
  * id) and image (copied: the store's files are root 0400 and shared across tenants); enters new
  * mount, IPC and UTS namespaces, makes every mount private and builds a root on a tmpfs of its
  * own (mounted inside the namespace, so a nodev run directory does not matter) that holds only
  * the files it was given, at the paths the tender was given, plus the device nodes it was
- * allowed (made for this jail, owned by its id; the host's nodes are never touched); pivots
+ * allowed (made for this jail, owned by its id; the host's nodes are never touched); joins the
+ * cgroups petreld chose (made here, their limits written); pivots
  * into it and makes it read-only; pins the CPUs; sets the resource limits (soft = hard); drops
  * every capability from the bounding and ambient sets, the supplementary groups, then changes
  * to the jail's uid and gid; sets no_new_privs and the parent-death signal again (a change of
@@ -21,10 +21,13 @@
  * Usage: petrel-jail --id N [--cpus LIST] [--limit as|nproc|nofile|fsize=N]...
  *          [--cgroup-mkdir DIR]... [--cgroup-write FILE=VALUE]... [--cgroup-join DIR]...
  *          [--ro PATH]... [--copy PATH]... [--rw PATH]... [--dev kvm|tun]... [--base DIR]
+ *          [--netns FILE]
  *          -- TENDER ARG...
  * Every PATH is absolute and appears at that same path inside the jail. --base is where the
- * jail's tmpfs is mounted inside the namespace (default /tmp; nothing shows outside it).
+ * jail's tmpfs is mounted inside the namespace (default /tmp; nothing shows outside it);
+ * --netns a network namespace to enter first (/run/netns/NAME: tests).
  * Failures before the exec are one line on standard error (the tender's console) and exit 125.
+ * `petrel-jail --probe` only prints its uid and gid: the preflight runs it jailed.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -249,6 +252,9 @@ static void build_root(const char *base, uid_t id)
             close(it->fd);
         }
     }
+    /* The cgroups last before the host's file system goes: what was copied above (the image) is
+     * charged to the holder's cgroup, not to the guest's memory limit. */
+    cgroups();
     /* The tmpfs becomes /; the old root is detached, so nothing of the host is reachable. */
     if (syscall(SYS_pivot_root, ".", ".") != 0)
         fail("pivot_root", base);
@@ -387,8 +393,13 @@ static void filter(void)
 
 int main(int argc, char **argv)
 {
+    /* The preflight runs petrel-jail jailed and this inside: the whole jail works on this host. */
+    if (argc == 2 && strcmp(argv[1], "--probe") == 0) {
+        printf("jailed as uid %d gid %d\n", (int)getuid(), (int)getgid());
+        return getuid() == 0 ? 1 : 0;
+    }
     long id = -1;
-    const char *cpus = NULL, *base = "/tmp";
+    const char *cpus = NULL, *base = "/tmp", *netns = NULL;
     int i = 1;
     for (; i < argc && strcmp(argv[i], "--") != 0; i += 2) {
         const char *opt = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
@@ -400,6 +411,8 @@ int main(int argc, char **argv)
             cpus = val;
         } else if (strcmp(opt, "--base") == 0) {
             base = val;
+        } else if (strcmp(opt, "--netns") == 0) {
+            netns = val;
         } else if (strcmp(opt, "--limit") == 0) {
             const char *eq = strchr(val, '=');
             size_t k = 0, n = sizeof limits / sizeof limits[0];
@@ -434,12 +447,19 @@ int main(int argc, char **argv)
     if (tender[0][0] != '/')
         usage("the tender must be an absolute path");
     pid_t parent = getppid();
+    /* A network namespace (tests make their own): entered here rather than by `ip netns exec`,
+     * which would hide the host's /sys (and its cgroups) behind a sysfs of that namespace. */
+    if (netns) {
+        int fd = open(netns, O_RDONLY | O_CLOEXEC);
+        if (fd < 0 || setns(fd, CLONE_NEWNET) != 0)
+            fail("setns", netns);
+        close(fd);
+    }
 
     /* Only 0-2 (the console) go on: the holder's are close-on-exec, anything else is not ours. */
     if (syscall(SYS_close_range, 3u, ~0u, 0u) != 0)
         for (int fd = 3; fd < 1024; fd++)
             close(fd);
-    cgroups();
     /* A mount namespace of our own, every mount in it private: nothing below shows on the host. */
     if (unshare(CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWUTS) != 0)
         fail("unshare", NULL);

@@ -9,6 +9,7 @@ import { parse as parseToml } from 'smol-toml';
 import { checkInterfaceName } from '../host/ip.js';
 import { checkTapPrefix, DEFAULT_TAP_PREFIX } from '../host/tap.js';
 import { err, ok, type PetrelError, type Result } from '../resources/errors.js';
+import { DEFAULT_ID_RANGE, type IdRange, parseIdRange, printIdRange } from '../resources/jail.js';
 import { DEFAULT_RUN_DIR, SOCKET_NAMES as SOCKETS } from './layout.js';
 
 /** A runtime this node hosts. `--runtimes none` is the empty list: the node only probes and reports. */
@@ -51,6 +52,12 @@ export interface PetrelConfig {
   readonly maxSubscriberQueue: number;
   readonly maxSubscribers: number;
   readonly stopTimeout: number;
+  /** Every tender runs jailed (issue 22; docs/threat-model.md); `--no-jail` turns it off. */
+  readonly jail: boolean;
+  /** The uids (and gids) jailed tenders get, one per running unikernel. */
+  readonly jailIds: IdRange;
+  /** Files bound read-only into every jail besides the tender and what it loads (test doubles). */
+  readonly jailAllow: readonly string[];
   /** Stop every guest when petreld stops (SIGUSR2 asks for it once); by default they run on. */
   readonly stopGuestsOnExit: boolean;
   /** Console bytes the holder keeps per unikernel while no petreld is attached. */
@@ -191,6 +198,16 @@ const runtimes: Parse<readonly Runtime[]> = (raw) => {
     chosen.add(item);
   }
   return ok([...chosen].sort());
+};
+
+const idRange: Parse<IdRange> = (raw) =>
+  typeof raw === 'string' ? parseIdRange(raw) : fail('expected FIRST-LAST');
+
+const absolutePaths: Parse<readonly string[]> = (raw, source) => {
+  const list = stringList(raw);
+  if (!list.ok) return list;
+  if (list.value.some((item) => item.includes('\0'))) return fail('expected a list of paths');
+  return ok(list.value.map((item) => path.resolve(source.baseDir, item)));
 };
 
 const bridges: Parse<readonly string[]> = (raw) => {
@@ -424,6 +441,30 @@ export const CONFIG_FIELDS: { readonly [K in ConfigKey]: ConfigField<PetrelConfi
     defaultText: '10s',
     help: 'SIGTERM to SIGKILL grace when stopping a tender',
     parse: duration,
+  }),
+  jail: field({
+    table: null,
+    arg: 'BOOL',
+    defaultValue: false,
+    defaultText: 'false',
+    help: 'run every tender jailed: its own uid and gid from jailIds, a private mount namespace holding only its files, IPC and UTS namespaces, no capabilities, resource limits and cgroups (docs/threat-model.md); --no-jail is --jail false',
+    parse: boolean,
+  }),
+  jailIds: field({
+    table: null,
+    arg: 'FIRST-LAST',
+    defaultValue: DEFAULT_ID_RANGE,
+    defaultText: printIdRange(DEFAULT_ID_RANGE),
+    help: 'the uids and gids jailed tenders get, one per running unikernel; no user, group, subordinate range or other process may use them',
+    parse: idRange,
+  }),
+  jailAllow: field({
+    table: null,
+    arg: 'LIST',
+    defaultValue: Object.freeze([]),
+    defaultText: 'none',
+    help: 'files bound read-only into every jail besides the tender and what it loads (with what they load): for wrappers such as test doubles',
+    parse: absolutePaths,
   }),
   stopGuestsOnExit: field({
     table: null,
@@ -723,6 +764,7 @@ export async function loadConfig(
   const spec: Record<string, { type: 'string' } | { type: 'boolean'; short?: string }> = {
     config: { type: 'string' },
     help: { type: 'boolean', short: 'h' },
+    'no-jail': { type: 'boolean' },
   };
   const byFlag = new Map<string, ConfigKey>();
   for (const key of KEYS) {
@@ -739,6 +781,10 @@ export async function loadConfig(
   for (const [name, value] of Object.entries(parsed.values)) {
     const key = byFlag.get(name);
     if (key !== undefined && typeof value === 'string') flags[key] = value;
+  }
+  if (parsed.values['no-jail'] === true) {
+    if (flags.jail !== undefined) return err('E_CONFIG', '--no-jail and --jail: give one of them');
+    flags.jail = 'false';
   }
   const configFlag = parsed.values.config;
   const file = typeof configFlag === 'string' ? path.resolve(cwd, configFlag) : null;
@@ -792,6 +838,8 @@ export function configHelp(): string {
     '',
     '  --config FILE',
     '      the configuration file (TOML; JSON when named *.json)',
+    '  --no-jail',
+    '      run tenders unjailed (as --jail false)',
   ];
   for (const key of KEYS) {
     const spec = CONFIG_FIELDS[key];

@@ -7,13 +7,14 @@ import path from 'node:path';
 import type { Logger } from 'pino';
 import { ConsoleHub } from '../console/hub.js';
 import { Engine } from '../engine/engine.js';
-import { createHost } from '../engine/host.js';
+import { createHost, type JailInfo } from '../engine/host.js';
 import type { FleetReporter } from '../fleet/reporter.js';
 import { loadAllocator } from '../host/allocator.js';
 import { writeFileAtomic } from '../host/files.js';
 import { bundledNativePath } from '../host/native.js';
 import { lockStateDir, type StateLock } from '../host/statelock.js';
 import { err, ok, type PetrelError, type Result } from '../resources/errors.js';
+import { printIdRange } from '../resources/jail.js';
 import { MAX_VMS, makePolicy, type Policy } from '../resources/policy.js';
 import { type LazyStatsService, lazyStatsService } from '../stats/lazy.js';
 import { type CapabilityReport, type ProbeOptions, probeHost } from '../tender/probe.js';
@@ -88,6 +89,12 @@ export function rootPolicy(
   });
 }
 
+/** What node.json says of the jail: off, or the ids and the limits in force (`petrel node info`). */
+function nodeJail(config: PetrelConfig, info: JailInfo | null) {
+  if (!config.jail || info === null) return { enabled: false };
+  return { enabled: true, ids: printIdRange(info.ids), limits: info.limits, cgroups: info.cgroups };
+}
+
 export function createDaemon(options: DaemonOptions): Daemon {
   const { config, log } = options;
   const hub = new ConsoleHub({ maxSubscribers: config.maxSubscribers, log });
@@ -100,6 +107,7 @@ export function createDaemon(options: DaemonOptions): Daemon {
     consoleBufferBytes: config.consoleBuffer,
     reserveBytes: config.stateReserve,
     minFree: config.stateMinFree,
+    jail: config.jail ? { ids: config.jailIds, allow: config.jailAllow } : null,
     tenders: {
       ...(config.tenderHvt === null ? {} : { hvt: config.tenderHvt }),
       ...(config.tenderSpt === null ? {} : { spt: config.tenderSpt }),
@@ -262,7 +270,9 @@ export function createDaemon(options: DaemonOptions): Daemon {
 
     const node = await writeFileAtomic(
       path.join(config.runDir, 'node.json'),
-      Buffer.from(`${JSON.stringify({ report, canaries }, null, 2)}\n`),
+      Buffer.from(
+        `${JSON.stringify({ report, canaries, jail: nodeJail(config, host.jailInfo()) }, null, 2)}\n`,
+      ),
       { mode: 0o644 },
     );
     // A full run directory does not stop a start that has adopted its guests: said, not fatal.

@@ -5,10 +5,14 @@
 import { createPrivateKey, X509Certificate } from 'node:crypto';
 import { lstat, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
+import { runCommand } from '../host/command.js';
 import { holderProgram } from '../host/holder.js';
+import { accountsInRange, discoverCgroups, jailProgram, processesInRange } from '../host/jail.js';
+import { checkPidRecord, readPidRecords } from '../host/pidrecord.js';
 import { fileSystemFree, isNoSpace } from '../host/space.js';
 import { spawnerProgram } from '../host/spawner.js';
 import { err, type PetrelError } from '../resources/errors.js';
+import { cgroupLimits, printIdRange } from '../resources/jail.js';
 import {
   type CapabilityName,
   type CapabilityReport,
@@ -54,6 +58,7 @@ export function requiredChecks(config: PetrelConfig): ReadonlySet<string> {
   for (const bridge of config.bridges) required.add(`bridges.${bridge}`);
   if (config.bridges.length > 0) required.add('tun').add('netAdmin');
   if (config.tlsListen !== null) required.add('tls');
+  if (config.jail) required.add('jail').add('jail.ids');
   return required;
 }
 
@@ -347,6 +352,93 @@ export async function preflight(
   results.push(result('stateFree', await checkStateFree(config), false));
   results.push(check('sockets', checkSockets(config.runDir)));
   results.push(await tlsCheck(config, required.has('tls'), options.now ?? new Date()));
+  results.push(...(await jailChecks(config, required)));
+  return results;
+}
+
+/**
+ * The jail (issue 22). Off: a warning naming it. On: petrel-jail runs itself jailed (namespaces,
+ * private root, id change, filter: all of it on this host), the id range belongs to no user,
+ * group, subordinate range or process but the tenders recorded in `<run-dir>/tenders`, and
+ * which cgroups the jails get (never fatal: without them the resource limits still hold).
+ */
+async function jailChecks(config: PetrelConfig, required: ReadonlySet<string>): Promise<CheckResult[]> {
+  if (!config.jail) {
+    return [
+      result(
+        'jail',
+        failed(
+          'tenders run unjailed: as root, with every capability, in the host namespaces (jail = false, --no-jail)',
+          'remove jail = false / --no-jail (docs/threat-model.md)',
+        ),
+        false,
+      ),
+    ];
+  }
+  const results: CheckResult[] = [];
+  const check = (name: string, outcome: Outcome) => result(name, outcome, required.has(name));
+  const program = jailProgram();
+  if (!program.ok) {
+    results.push(check('jail', failed(program.error.message, 'build the native parts: make -C native')));
+  } else {
+    const jailer = program.value;
+    const probe = await runCommand(
+      jailer,
+      ['--id', String(config.jailIds.last), '--ro', jailer, '--', jailer, '--probe'],
+      { label: 'petrel-jail --probe', timeoutMs: 10_000 },
+    );
+    results.push(
+      check(
+        'jail',
+        probe.ok
+          ? passed(`${jailer}: ${probe.value.stdout.trim()} in its own mount, IPC and UTS namespaces`)
+          : failed(
+              `a jail cannot be made here: ${probe.error.message}`,
+              'petreld needs root (CAP_SYS_ADMIN, CAP_SETUID, CAP_MKNOD) and mount, IPC and UTS namespaces; or set jail = false',
+            ),
+      ),
+    );
+  }
+  const range = printIdRange(config.jailIds);
+  const accounts = await accountsInRange(config.jailIds);
+  const records = readPidRecords(config.runDir);
+  const recorded = new Set(
+    (records.ok ? records.value.records : [])
+      .filter((record) => {
+        const now = checkPidRecord(record);
+        return now.ok && now.value === 'alive';
+      })
+      .map((record) => record.pid),
+  );
+  const strangers = processesInRange(config.jailIds).filter((p) => !recorded.has(p.pid));
+  const users = accounts.ok ? accounts.value : [accounts.error.message];
+  const problems = [
+    ...users,
+    ...strangers.slice(0, 5).map((p) => `process ${p.pid} runs as id ${p.uid}`),
+    ...(strangers.length > 5 ? [`and ${strangers.length - 5} more processes`] : []),
+  ];
+  results.push(
+    check(
+      'jail.ids',
+      problems.length === 0
+        ? passed(`${range}: no user, group, subordinate range or unrecorded process uses them`)
+        : failed(`the jail ids ${range} are in use: ${problems.join('; ')}`, 'choose another jailIds range'),
+    ),
+  );
+  const { layout } = await discoverCgroups();
+  const controllers = cgroupLimits(layout);
+  results.push(
+    result(
+      'jail.cgroups',
+      controllers.length > 0
+        ? passed(`cgroup v${layout.version}: ${controllers.join(', ')} per tender`)
+        : failed(
+            `no cgroups for tenders (${layout.version === 0 ? layout.why : 'none usable'}): their resource limits still hold`,
+            'mount the memory, pids and cpuset controllers (v1), or give petreld a delegated cgroup (v2, Delegate=yes)',
+          ),
+      false,
+    ),
+  );
   return results;
 }
 

@@ -20,6 +20,8 @@ export interface TenderMeta {
   readonly image: string;
   readonly fifo: string;
   readonly nets: readonly NetAttachment[];
+  /** The jail id (uid and gid) it runs under; absent for a tender started unjailed. */
+  readonly jail?: number;
 }
 
 /** A tender the holder lists, with whether the PID record of its name is this very process. */
@@ -123,7 +125,17 @@ export function decodeMeta(text: string): TenderMeta | null {
     if (!parsed.ok) return null;
     attachments.push({ netif, bridge, tap, mac: parsed.value });
   }
-  return { fingerprint: m.fingerprint, digest: m.digest, image: m.image, fifo: m.fifo, nets: attachments };
+  const jail = m.jail;
+  if (jail !== undefined && (typeof jail !== 'number' || !Number.isSafeInteger(jail) || jail <= 0))
+    return null;
+  return {
+    fingerprint: m.fingerprint,
+    digest: m.digest,
+    image: m.image,
+    fifo: m.fifo,
+    nets: attachments,
+    ...(jail === undefined ? {} : { jail }),
+  };
 }
 
 /**

@@ -22,7 +22,7 @@ import type { ConsoleHub } from '../console/hub.js';
 import { QuietCollector } from '../host/garbage.js';
 import type { ImageRef, StagedImage } from '../host/images.js';
 import { err, ok, type PetrelError, type Result } from '../resources/errors.js';
-import { type Name, type Path, pathName, printName, printPath } from '../resources/name.js';
+import { childName, type Name, type Path, pathName, printName, printPath } from '../resources/name.js';
 import type { Policy } from '../resources/policy.js';
 import * as T from '../resources/tree.js';
 import type { TenderKind } from '../tender/elf.js';
@@ -45,7 +45,7 @@ import type { EngineHost } from './host.js';
 import { ImageUsers } from './image-users.js';
 import { unikernelInfo } from './info.js';
 import { describeExit, launch, type RunningVm, releaseHost, vmKey } from './launch.js';
-import { allocationOf, type ImageInput, type Prepared, prepare, type VmName } from './prepare.js';
+import { allocationOf, blockLabel, type ImageInput, type Prepared, prepare, type VmName } from './prepare.js';
 import { invalidLevel, TEXT, unsupportedType } from './replies.js';
 import {
   DEFAULT_RESTART,
@@ -896,6 +896,7 @@ export class Engine {
     }
     const cleaned = await this.#host.cleanLeftovers({
       names: plan.adopt.map((a) => a.name),
+      jailIds: plan.adopt.flatMap((a) => (a.meta.jail === undefined ? [] : [a.meta.jail])),
       taps: plan.adopt.flatMap((a) => a.meta.nets.map((n) => n.tap)),
       files: plan.adopt.flatMap((a) => [a.meta.image, a.meta.fifo]),
     });
@@ -1051,6 +1052,7 @@ export class Engine {
       imageLink: meta.image,
       fifo: meta.fifo,
       nets: meta.nets,
+      jail: meta.jail === undefined ? null : this.#host.holdJail(meta.jail, this.#blockFiles(name, config)),
       tender: taken.value.tender,
       reader: taken.value.reader,
       transient: false,
@@ -1061,6 +1063,14 @@ export class Engine {
       this.#log.warn({ ...fields, problem }, 'adopted unikernel kept despite a missing file');
     this.#log.info(fields, 'unikernel adopted');
     return ok(undefined);
+  }
+
+  /** The block files of a unikernel's configuration. */
+  #blockFiles(name: VmName, config: KeptConfig): string[] {
+    return config.blocks.flatMap((block) => {
+      const file = this.#host.blockPath(childName(name.path, blockLabel(block)));
+      return file.ok ? [file.value] : [];
+    });
   }
 
   /** A committed unikernel whose tender exited while no petreld was attached (Petrel (k)). */

@@ -15,6 +15,8 @@ export type TransactionStep =
   /** `<run-dir>/<name>.img` links to it. */
   | 'image-linked'
   | 'fifo-made'
+  /** The tender's jail id is taken (nothing on disk yet: petrel-jail makes the rest). */
+  | 'jail-taken'
   | 'tap-created'
   | 'console-opened'
   | 'tender-spawned'

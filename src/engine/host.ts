@@ -35,12 +35,30 @@ import {
   verifyImage,
 } from '../host/images.js';
 import type { NetOptions } from '../host/ip.js';
+import {
+  discoverCgroups,
+  jailProgram,
+  listJailCgroupIds,
+  ownerOf,
+  ProgramFiles,
+  removeJailCgroups,
+  returnToRoot,
+} from '../host/jail.js';
 import { blockDir, blockPath, fifoDir, pidRecordPath } from '../host/paths.js';
 import { readPidRecords, removePidRecord, stopRecordedProcess } from '../host/pidrecord.js';
 import { StateSpace } from '../host/space.js';
 import { listOwnedTaps, removeTap, TapNames } from '../host/tap.js';
 import type { Undoable } from '../host/undo.js';
 import { err, ok, type PetrelError, type Result } from '../resources/errors.js';
+import {
+  type CgroupLayout,
+  cgroupLimits,
+  type IdRange,
+  JailIds,
+  type JailLimits,
+  jailLimits,
+  jailOptions,
+} from '../resources/jail.js';
 import { type Name, parseName, printName } from '../resources/name.js';
 import type { TenderKind } from '../tender/elf.js';
 import { findTender } from '../tender/lookup.js';
@@ -52,6 +70,8 @@ export type HostResult<T> = Promise<Result<T, PetrelError>>;
 /** Host artefacts that belong to unikernels taken over at start-up: clean-up leaves them. */
 export interface OwnedArtefacts {
   readonly names: readonly Name[];
+  /** Jail ids of adopted tenders (their block files and cgroups stay as they are). */
+  readonly jailIds?: readonly number[];
   readonly taps: readonly string[];
   /** Files: console FIFOs and image files. */
   readonly files: readonly string[];
@@ -91,7 +111,19 @@ export interface EngineHost extends TenderHost {
    */
   cleanStore(referenced: ReadonlyMap<string, number>): HostResult<StoreCleanup>;
   makeFifo(name: Name): HostResult<Undoable<string>>;
-  createTap(bridge: string): HostResult<Undoable<string>>;
+  /** A tap on `bridge`, owned by `owner` (a jail's id) when given, so its tender attaches unprivileged. */
+  createTap(bridge: string, owner?: number): HostResult<Undoable<string>>;
+  /**
+   * The jail of a tender about to start: its id taken, and the petrel-jail command that goes
+   * before the tender's own arguments. Null when jails are off. Undo releases it (releaseJail).
+   */
+  makeJail(request: JailRequest): HostResult<Undoable<Jail | null>>;
+  /** After its tender exited: its block files back to root, its cgroups removed, its id free. */
+  releaseJail(jail: Jail): HostResult<void>;
+  /** An adopted tender's jail (from the holder's meta): its id is taken again. */
+  holdJail(id: number, blocks: readonly string[]): Jail;
+  /** What jails put in force on this host; null when jails are off. */
+  jailInfo(): JailInfo | null;
   /** Release after a tender exited (semantics §5.8 order: image link, FIFO, taps). */
   removeImageLink(file: string): HostResult<void>;
   removeFifo(file: string): HostResult<void>;
@@ -142,7 +174,46 @@ export interface EngineHost extends TenderHost {
   cleanLeftovers(owned: OwnedArtefacts): HostResult<string[]>;
 }
 
+export interface JailRequest {
+  readonly kind: TenderKind;
+  readonly tender: string;
+  readonly memoryMiB: number;
+  readonly cpuids: readonly number[];
+  /** The image file the tender is given (copied into the jail). */
+  readonly image: string;
+  /** Its block files (their sizes bound RLIMIT_FSIZE). */
+  readonly blocks: readonly string[];
+  readonly nets: number;
+}
+
+export interface Jail {
+  readonly id: number;
+  /** petrel-jail and its options, up to and including `--`: the tender's argv follows. */
+  readonly prefix: readonly string[];
+  readonly limits: JailLimits | null;
+  /** Block files it was given (chowned to its id by petrel-jail). */
+  readonly blocks: readonly string[];
+}
+
+export interface JailInfo {
+  readonly ids: IdRange;
+  readonly inUse: number;
+  /** Resource limits and cgroup controllers in force for every jailed tender. */
+  readonly limits: readonly string[];
+  readonly cgroups: string;
+}
+
+export interface JailOptions {
+  readonly ids: IdRange;
+  /** Files bound read-only into every jail besides the tender and what it loads (test doubles). */
+  readonly allow: readonly string[];
+  /** The jail program. Default: the bundled native/build/petrel-jail. */
+  readonly program?: string;
+}
+
 export interface HostOptions {
+  /** Jail every tender (issue 22); absent or null: tenders run as petreld's user, unjailed. */
+  readonly jail?: JailOptions | null;
   readonly runDir: string;
   readonly stateDir: string;
   /** Most bytes an image may arrive with (the frame limit). Default 64 MiB. */
@@ -200,6 +271,7 @@ export function createHost(options: HostOptions): EngineHost {
     maxInflated: MAX_INFLATED,
     space,
   };
+  const jail = options.jail == null ? null : jailState(options.jail);
   const tenders = createTenderHost({
     runDir: options.runDir,
     stopTimeoutMs: options.stopTimeoutMs,
@@ -276,7 +348,72 @@ export function createHost(options: HostOptions): EngineHost {
     linkImage: (name, digest, file) => linkImage(options.runDir, options.stateDir, name, digest, file),
     cleanStore: (referenced) => cleanStore(options.stateDir, referenced),
     makeFifo: (name) => makeFifo(options.runDir, name, fifos.create),
-    createTap: (bridge) => tapNames.create(bridge),
+    createTap: (bridge, owner) => tapNames.create(bridge, owner),
+    async makeJail(request) {
+      if (jail === null) return ok({ value: null, undo: async () => undefined });
+      const setup = await jail.setup;
+      const program = jail.program;
+      if (!program.ok) return program;
+      const files = await jail.files.of([request.tender, ...jail.options.allow]);
+      if (!files.ok) return files;
+      const sizes: number[] = [];
+      for (const block of request.blocks) {
+        const info = await stat(block).catch((cause: Error) => cause);
+        if (info instanceof Error) return { ok: false, error: ioError('stat', block, info) };
+        sizes.push(Math.ceil(info.size / MIB));
+      }
+      const id = jail.ids.take();
+      if (!id.ok) return id;
+      const limits = jailLimits({
+        kind: request.kind,
+        memoryMiB: request.memoryMiB,
+        nets: request.nets,
+        blockSizesMiB: sizes,
+      });
+      const blocks = [...request.blocks];
+      const args = jailOptions({
+        id: id.value,
+        kind: request.kind,
+        cpus: request.cpuids,
+        limits,
+        layout: setup.layout,
+        cpuset: setup.cpuset,
+        files: files.value,
+        copies: [request.image],
+        writable: blocks,
+        tun: request.nets > 0,
+      });
+      const made: Jail = { id: id.value, prefix: [program.value, ...args, '--'], limits, blocks };
+      return ok({
+        value: made,
+        undo: async () => {
+          const released = await releaseJail(jail, made);
+          if (!released.ok) throw new Error(released.error.message);
+        },
+      });
+    },
+    releaseJail: (made) => releaseJail(jail, made),
+    holdJail(id, blocks) {
+      jail?.ids.hold(id);
+      return { id, prefix: [], limits: null, blocks };
+    },
+    jailInfo() {
+      if (jail === null || jail.layoutNow === null) return null;
+      const layout = jail.layoutNow;
+      return {
+        ids: jail.options.ids,
+        inUse: jail.ids.taken.size,
+        limits: [
+          'RLIMIT_AS (guest memory + tender overhead)',
+          'RLIMIT_NPROC',
+          'RLIMIT_NOFILE',
+          'RLIMIT_FSIZE',
+          'RLIMIT_CORE=0',
+          ...cgroupLimits(layout).map((c) => `cgroup ${c}`),
+        ],
+        cgroups: describeLayout(layout),
+      };
+    },
     async removeImageLink(file) {
       try {
         await unlinkIfPresent(file);
@@ -373,6 +510,7 @@ export function createHost(options: HostOptions): EngineHost {
           removed.ok ? `removed tap ${tap}` : `could not remove tap ${tap}: ${removed.error.message}`,
         );
       }
+      if (jail !== null) done.push(...(await reconcileJails(jail, options.stateDir, owned.jailIds ?? [])));
       const listed = await listFifos(options.runDir);
       if (!listed.ok) return listed;
       for (const fifo of listed.value.fifos.filter((f) => !ownedFiles.has(f))) {
@@ -395,6 +533,75 @@ export function createHost(options: HostOptions): EngineHost {
       return ok(done);
     },
   };
+}
+
+interface JailState {
+  readonly options: JailOptions;
+  readonly ids: JailIds;
+  readonly files: ProgramFiles;
+  readonly program: Result<string, PetrelError>;
+  /** Where cgroups go, found once. */
+  readonly setup: Promise<{ layout: CgroupLayout; cpuset: { cpus: string; mems: string } }>;
+  layoutNow: CgroupLayout | null;
+}
+
+function jailState(options: JailOptions): JailState {
+  const state: JailState = {
+    options,
+    ids: new JailIds(options.ids),
+    files: new ProgramFiles(),
+    program: options.program === undefined ? jailProgram() : ok(options.program),
+    setup: discoverCgroups(),
+    layoutNow: null,
+  };
+  void state.setup.then((found) => {
+    state.layoutNow = found.layout;
+  });
+  return state;
+}
+
+async function releaseJail(jail: JailState | null, made: Jail): HostResult<void> {
+  if (jail === null) return ok(undefined);
+  const problems: string[] = [];
+  for (const block of made.blocks) {
+    const back = await returnToRoot(block);
+    if (!back.ok) problems.push(back.error.message);
+  }
+  const removed = await removeJailCgroups((await jail.setup).layout, made.id);
+  if (!removed.ok) problems.push(removed.error.message);
+  jail.ids.free(made.id);
+  return problems.length === 0 ? ok(undefined) : err('E_JAIL', problems.join('; '));
+}
+
+function describeLayout(layout: CgroupLayout): string {
+  if (layout.version === 1) return `v1: ${Object.values(layout.parents).join(', ')}`;
+  if (layout.version === 2) return `v2: ${layout.parent} (${layout.controllers.join(', ')})`;
+  return `none: ${layout.why}`;
+}
+
+/**
+ * Start-up: block files a jail's id owns that no adopted tender holds go back to root (a reused
+ * id must never own another tenant's file), and jail cgroups nothing runs in are removed.
+ */
+async function reconcileJails(jail: JailState, stateDir: string, held: readonly number[]): Promise<string[]> {
+  const done: string[] = [];
+  const keep = new Set(held);
+  const dir = blockDir(stateDir);
+  const files = await listDirectory(dir);
+  for (const file of files.ok ? files.value : []) {
+    const full = path.join(dir, file);
+    const owner = await ownerOf(full);
+    if (owner === null || owner === 0 || keep.has(owner) || !jail.ids.contains(owner)) continue;
+    const back = await returnToRoot(full);
+    done.push(back.ok ? `block ${file} handed back to root from jail id ${owner}` : back.error.message);
+  }
+  const layout = (await jail.setup).layout;
+  for (const id of await listJailCgroupIds(layout)) {
+    if (keep.has(id)) continue;
+    const removed = await removeJailCgroups(layout, id);
+    done.push(removed.ok ? `removed the cgroups of jail id ${id}` : removed.error.message);
+  }
+  return done;
 }
 
 /** The path of a Result, or none (a name that cannot have a file owns none). */

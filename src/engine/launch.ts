@@ -15,7 +15,7 @@ import { parseMac } from '../wire/config.js';
 import type { MacAddress } from '../wire/types.js';
 import { configFingerprint, encodeMeta } from './adopt.js';
 import { publishStep } from './events.js';
-import type { EngineHost } from './host.js';
+import type { EngineHost, Jail } from './host.js';
 import { blockLabel, hostBridge, type Prepared, type VmName } from './prepare.js';
 import { TEXT } from './replies.js';
 
@@ -40,6 +40,8 @@ export interface RunningVm {
   readonly imageLink: string;
   readonly fifo: string;
   readonly nets: readonly NetAttachment[];
+  /** Its tender's jail (own id, namespaces, limits); null when it runs unjailed. */
+  readonly jail: Jail | null;
   readonly tender: TenderProcess;
   readonly reader: ConsoleReader;
   /** Not written to the state file (the boot canary). */
@@ -97,9 +99,30 @@ export async function launch(
   const fifoPath = undo.add('fifo', fifo.value);
   publishStep(key, 'fifo-made');
 
+  const blockFiles = config.blocks.map((block) => {
+    const path = host.blockPath(childName(name.path, blockLabel(block)));
+    return path.ok ? path.value : '';
+  });
+  // The jail's id first: the taps are made its own.
+  const jailed = await host.makeJail({
+    kind: prepared.kind,
+    tender: prepared.tender,
+    memoryMiB: config.memory,
+    cpuids: config.cpuids,
+    image: imageLink,
+    blocks: blockFiles,
+    nets: config.bridges.length,
+  });
+  if (!jailed.ok) return fail(jailed.error);
+  const jail = jailed.value.value;
+  if (jail !== null) {
+    undo.push('jail', jailed.value.undo);
+    publishStep(key, 'jail-taken');
+  }
+
   const nets: NetAttachment[] = [];
   for (const net of config.bridges) {
-    const tap = await host.createTap(hostBridge(net));
+    const tap = await host.createTap(hostBridge(net), jail?.id);
     if (!tap.ok) return fail(tap.error);
     const mac = net.mac ?? parseMac(deriveMac(net.netif, name));
     if (typeof mac !== 'string' && !mac.ok) return fail(mac.error);
@@ -128,10 +151,11 @@ export async function launch(
       memory: config.memory,
       cpuids: config.cpuids,
       nets,
-      blocks: config.blocks.map((block) => {
-        const path = host.blockPath(childName(name.path, blockLabel(block)));
-        return { name: block.device, path: path.ok ? path.value : '', sectorSize: block.sectorSize };
-      }),
+      blocks: config.blocks.map((block, i) => ({
+        name: block.device,
+        path: blockFiles[i] ?? '',
+        sectorSize: block.sectorSize,
+      })),
       addName: config.addName,
       args: config.arguments ?? [],
       image: imageLink,
@@ -147,8 +171,11 @@ export async function launch(
     image: imageLink,
     fifo: fifoPath,
     nets,
+    ...(jail === null ? {} : { jail: jail.id }),
   });
-  const tender = await host.spawnTender(argv.value, fifoPath, name, meta);
+  // Jailed, petrel-jail pins the CPUs (sched_setaffinity) instead of taskset.
+  const command = jail === null ? argv.value : [...jail.prefix, ...argv.value.slice(3)];
+  const tender = await host.spawnTender(command, fifoPath, name, meta, jail !== null);
   if (!tender.ok)
     return fail({ ...tender.error, message: TEXT.consoleFailed, details: { cause: tender.error.message } });
   undo.push('tender', async () => {
@@ -166,6 +193,7 @@ export async function launch(
       imageLink,
       fifo: fifoPath,
       nets,
+      jail,
       tender: tender.value,
       reader: reader.value,
       transient: ctx.transient,
@@ -201,6 +229,7 @@ export async function releaseHost(host: EngineHost, hub: ConsoleHub, vm: Running
   keep(await host.removeImageLink(vm.imageLink));
   keep(await host.removeFifo(vm.fifo));
   for (const net of vm.nets) keep(await host.removeTap(net.tap));
+  if (vm.jail !== null) keep(await host.releaseJail(vm.jail));
   return problems;
 }
 

@@ -23,7 +23,14 @@ export interface TenderHost {
   /** The console of the tender about to be spawned on `fifo` (the holder reads the FIFO). */
   openConsole(fifo: string, sink: LineSink): HostResult<ConsoleReader>;
   /** Starts a tender under the holder; `meta` is kept there for a later petreld. */
-  spawnTender(argv: readonly string[], fifo: string, name: Name, meta: string): HostResult<TenderProcess>;
+  /** With `jailed`, argv[0] is petrel-jail: it enters the test network namespace itself. */
+  spawnTender(
+    argv: readonly string[],
+    fifo: string,
+    name: Name,
+    meta: string,
+    jailed?: boolean,
+  ): HostResult<TenderProcess>;
   /**
    * The tenders the holder keeps from an earlier petreld, running or exited, each with whether
    * its name's PID record names it. Fails when another petreld is attached to the holder.
@@ -76,12 +83,18 @@ export function createTenderHost(options: TenderHostOptions): TenderHost {
       return ok(reader);
     },
 
-    async spawnTender(argv, fifo, name, meta) {
+    async spawnTender(argv, fifo, name, meta, jailed) {
       const reader = consoles.get(fifo);
       consoles.delete(fifo);
       const connected = await held();
       if (!connected.ok) return connected;
-      const full = options.netns === undefined ? argv : ['ip', 'netns', 'exec', options.netns, ...argv];
+      // `ip netns exec` would hide the host's /sys (so its cgroups) from petrel-jail.
+      const full =
+        options.netns === undefined
+          ? argv
+          : jailed === true
+            ? [argv[0] as string, '--netns', `/run/netns/${options.netns}`, ...argv.slice(1)]
+            : ['ip', 'netns', 'exec', options.netns, ...argv];
       const spawned = await spawnTender({
         holder: connected.value,
         argv: full,

@@ -88,8 +88,9 @@ export async function removeTap(tap: string, options: NetOptions = {}): Promise<
 export function createTap(
   bridge: string,
   options: TapOptions = {},
+  owner?: number,
 ): Promise<Result<Undoable<string>, TapError>> {
-  return new TapNames(options).create(bridge);
+  return new TapNames(options).create(bridge, owner);
 }
 
 /**
@@ -123,12 +124,13 @@ export class TapNames {
     }
   }
 
-  async create(bridge: string): Promise<Result<Undoable<string>, TapError>> {
+  /** A tap on `bridge`; with `owner`, owned by that uid and gid (a jailed tender attaches it unprivileged). */
+  async create(bridge: string, owner?: number): Promise<Result<Undoable<string>, TapError>> {
     const bridgeName = checkInterfaceName(bridge);
     if (!bridgeName.ok) return bridgeName;
     let tap = this.#candidate();
     if (!tap.ok) return tap;
-    let made = await addTap(tap.value.name, bridge, this.#options);
+    let made = await addTap(tap.value.name, bridge, this.#options, owner);
     if (!made.ok && made.error.taken) {
       const links = await listLinks([], this.#options);
       if (!links.ok) return links;
@@ -137,7 +139,7 @@ export class TapNames {
       this.#lowest = 0;
       tap = this.#candidate();
       if (!tap.ok) return tap;
-      made = await addTap(tap.value.name, bridge, this.#options);
+      made = await addTap(tap.value.name, bridge, this.#options, owner);
     }
     if (!made.ok) return { ok: false, error: made.error.error };
     const { name, n } = tap.value;
@@ -174,11 +176,13 @@ async function addTap(
   name: string,
   bridge: string,
   options: NetOptions,
+  owner?: number,
 ): Promise<Result<void, { error: TapError; taken: boolean }>> {
+  const owned = owner === undefined ? [] : ['user', String(owner), 'group', String(owner)];
   // Interface names are checked words (no spaces or newlines), so each line stays one command.
   const made = await runIpBatch(
     [
-      ['tuntap', 'add', 'dev', name, 'mode', 'tap'],
+      ['tuntap', 'add', 'dev', name, 'mode', 'tap', ...owned],
       ['link', 'set', 'dev', name, 'up'],
       ['link', 'set', 'dev', name, 'master', bridge],
     ],

@@ -62,6 +62,16 @@ export function formatNode(node: Obj): string {
       `${text(p.detail)}${p.hint === undefined ? '' : ` (hint: ${text(p.hint)})`}`,
     ]);
   }
+  // Daemons before jails wrote none.
+  if (isObj(node.jail)) {
+    const jail = node.jail;
+    rows.push([
+      'jail',
+      jail.enabled === true
+        ? `on: ids ${text(jail.ids)}; ${Array.isArray(jail.limits) ? jail.limits.join(', ') : '-'}; cgroups ${text(jail.cgroups)}`
+        : 'off: tenders run unjailed (jail = false)',
+    ]);
+  }
   // One canary per runtime (`canaries`); daemons before spt wrote a single `canary`.
   const canaries = Array.isArray(node.canaries)
     ? objects(node.canaries)

@@ -1,0 +1,235 @@
+// A compromised tender, jailed (issue 22): native/build/hostile-tender is given as the tender
+// of a real petreld and, for one tenant's unikernel, tries every way out it knows before it
+// runs the guest; every one must fail, and another tenant's unikernel must run on unharmed.
+// The second tenant's guest runs under the same program (it execs the real tender at once).
+
+import { createSocket, type Socket as UdpSocket } from 'node:dgram';
+import { existsSync, readFileSync } from 'node:fs';
+import { readdir, symlink } from 'node:fs/promises';
+import { createServer, type Server } from 'node:net';
+import path from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { checkPidRecord, readPidRecords } from '../../src/host/pidrecord.js';
+import { unwrap } from '../../src/resources/errors.js';
+import { TENDER_OVERHEAD_MIB } from '../../src/resources/jail.js';
+import { makePolicy } from '../../src/resources/policy.js';
+import { build, canaryImage, kvmUsable, sptCanary } from '../engine/guest.js';
+import { canaryConfig } from '../engine/harness.js';
+import { testJailIds } from '../engine/jail-ids.js';
+import { type Petreld, startPetreld } from '../tls/petreld.js';
+import { commandFrame, type Exchange, open, request, said } from './client.js';
+
+const hostile = path.join(build, 'hostile-tender');
+
+/** Every attempt the hostile tender reports (its `hostile: NAME:` lines). */
+const ATTEMPTS = [
+  'root',
+  'write-etc',
+  'tls-key',
+  'image-store',
+  'stored-image',
+  'state-dir',
+  'signal-victim',
+  'ptrace-victim',
+  'victim-proc-environ',
+  'victim-proc-maps',
+  'victim-proc-mem',
+  'victim-proc-cmdline',
+  'vmmd-socket',
+  'abstract-socket',
+  'create-interface-tun',
+  'create-interface-netlink',
+  'kvm',
+  'fork-600',
+  'touch-1GiB',
+  'raise-as',
+  'raise-nproc',
+  'raise-nofile',
+  'raise-fsize',
+  'raise-core',
+  'change-uid',
+  'loopback-tcp',
+  'loopback-udp',
+  'user-namespace',
+];
+
+let petreld: Petreld | undefined;
+const servers: (Server | UdpSocket)[] = [];
+afterEach(async () => {
+  await petreld?.stop();
+  petreld = undefined;
+  for (const server of servers.splice(0)) server.close();
+});
+
+function consoleOf(p: Petreld, name: string): { lines: () => string[]; exchange: Exchange } {
+  const exchange = open(
+    path.join(p.runDir, 'util', 'console.sock'),
+    commandFrame(name, { type: 'console-subscribe', release: '2.1', select: { kind: 'count', count: 200 } }),
+  );
+  const lines = () =>
+    exchange.messages.flatMap((m) =>
+      m.payload.kind === 'data' && m.payload.data.type === 'console'
+        ? [Buffer.from(m.payload.data.line).toString()]
+        : [],
+    );
+  return { lines, exchange };
+}
+
+async function until(check: () => boolean, what: string, ms = 20_000): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+const uidOf = (pid: number) =>
+  Number(/^Uid:\s+(\d+)/mu.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1]);
+
+async function listeners(): Promise<{ port: number; abstract: string; reached: () => number }> {
+  let reached = 0;
+  const tcp = createServer((s) => {
+    reached++;
+    s.destroy();
+  });
+  await new Promise<void>((resolve) => tcp.listen(0, '127.0.0.1', resolve));
+  const port = (tcp.address() as { port: number }).port;
+  const udp = createSocket('udp4');
+  udp.on('message', () => {
+    reached++;
+  });
+  await new Promise<void>((resolve) => udp.bind(port, '127.0.0.1', resolve));
+  const abstract = `petrel-hostile-${process.pid}`;
+  const unix = createServer((s) => {
+    reached++;
+    s.destroy();
+  });
+  await new Promise<void>((resolve) => unix.listen(`\0${abstract}`, resolve));
+  servers.push(tcp, udp, unix);
+  return { port, abstract, reached: () => reached };
+}
+
+async function attack(kind: 'spt' | 'hvt'): Promise<void> {
+  const tender = kind === 'spt' ? hostile : path.join(path.dirname(hostile), 'hostile-hvt');
+  if (kind === 'hvt' && !existsSync(tender)) await symlink(hostile, tender).catch(() => undefined);
+  const image = kind === 'spt' ? sptCanary : canaryImage;
+  const real = path.join(build, kind === 'spt' ? 'petrel-spt' : 'petrel-hvt');
+  const services = await listeners();
+  petreld = await startPetreld(
+    {},
+    {
+      runtimes: kind,
+      [kind === 'spt' ? 'tenderSpt' : 'tenderHvt']: tender,
+      jail: 'true',
+      jailIds: testJailIds(),
+      jailAllow: real,
+    },
+  );
+  const p = petreld;
+  const vmmd = path.join(p.runDir, 'util', 'vmmd.sock');
+  for (const tenant of ['victim:', 'mallory:']) {
+    const policy = unwrap(makePolicy({ vms: 1, memory: 64, cpuids: [0], block: null, bridges: [] }));
+    // A policy add keeps its connection open for a next command.
+    const session = open(vmmd, commandFrame(tenant, { type: 'policy-add', policy }));
+    expect((await session.waitFor(1)).map(said)).toEqual(['added policy']);
+    session.close();
+  }
+  const create = async (name: string, args: string[]) =>
+    (
+      await request(vmmd, name, {
+        type: 'unikernel-create',
+        force: false,
+        release: '2.7',
+        config: await canaryConfig(image, args, { memory: 32 }),
+      })
+    ).map(said);
+  expect(await create('victim:vm', ['sleep', '60'])).toEqual(['created unikernel']);
+  const victimConsole = consoleOf(p, 'victim:vm');
+  await until(() => victimConsole.lines().some((l) => l.includes('tick 1')), 'the victim to tick');
+  const records = unwrap(readPidRecords(p.runDir)).records;
+  const victim = records.find((r) => r.name.label === 'vm' && r.name.path[0] === 'victim');
+  expect(victim).toBeDefined();
+  const victimPid = victim?.pid ?? 0;
+
+  const stored = await readdir(path.join(p.stateDir, 'images'));
+  const args = [
+    'hostile:run',
+    `hostile:key=${path.join(p.ca, 'server.key')}`,
+    `hostile:store=${path.join(p.stateDir, 'images')}`,
+    `hostile:image=${path.join(p.stateDir, 'images', stored[0] ?? 'none')}`,
+    `hostile:state=${p.stateDir}`,
+    `hostile:sock=${vmmd}`,
+    `hostile:victim=${victimPid}`,
+    `hostile:port=${services.port}`,
+    `hostile:abstract=${services.abstract}`,
+    'wait',
+    'mallory-ran',
+  ];
+  expect(await create('mallory:vm', args)).toEqual(['created unikernel']);
+  const mallory = consoleOf(p, 'mallory:vm');
+  await until(() => mallory.lines().includes('petrel-canary mallory-ran'), "mallory's guest to run");
+  const reports = mallory.lines().filter((l) => /^hostile: [\w-]+: /u.test(l));
+  const outcome = new Map(reports.map((l) => [l.split(': ')[1], l]));
+  expect([...outcome.keys()].sort()).toEqual([...ATTEMPTS].sort());
+  // An hvt jail holds /dev/kvm: a node made for it, the host's stays root 0600.
+  const allowed = kind === 'hvt' ? ['kvm'] : [];
+  if (kind === 'hvt') expect(outcome.get('kvm')).toMatch(/: ESCAPED \(\/dev\/kvm: opened\)/u);
+  for (const name of ATTEMPTS) {
+    if (allowed.includes(name)) continue;
+    expect(outcome.get(name), name).toMatch(/: blocked \(/u);
+  }
+  expect(mallory.lines()).toContain(`hostile: done, ${allowed.length} escaped`);
+  // Its limits, soft = hard, as the jail set them for a 32 MiB guest.
+  const as = (32 + TENDER_OVERHEAD_MIB) * 1024 * 1024;
+  const nproc = kind === 'hvt' ? 2 : 1;
+  expect(mallory.lines()).toContain(
+    `hostile: limits as=${as}/${as} nproc=${nproc}/${nproc} nofile=64/64 fsize=0/0 core=0/0`,
+  );
+
+  // Nothing reached: the host, the other tenant, the services.
+  expect(services.reached()).toBe(0);
+  expect(existsSync('/etc/petrel-hostile')).toBe(false);
+  const stillAlive = checkPidRecord(victim as NonNullable<typeof victim>);
+  expect(stillAlive).toEqual({ ok: true, value: 'alive' });
+  const ticks = victimConsole.lines().length;
+  await until(() => victimConsole.lines().length > ticks, 'the victim to tick on');
+  const malloryRecord = unwrap(readPidRecords(p.runDir)).records.find((r) => r.name.path[0] === 'mallory');
+  const ids = [uidOf(victimPid), uidOf(malloryRecord?.pid ?? 0)];
+  expect(ids[0]).not.toBe(ids[1]);
+  const [first, last] = testJailIds().split('-').map(Number) as [number, number];
+  for (const id of ids) expect(id >= first && id <= last, `id ${id}`).toBe(true);
+  // petrel node info says which limits are in force.
+  const node = JSON.parse(readFileSync(path.join(p.runDir, 'node.json'), 'utf8'));
+  expect(node.jail).toMatchObject({ enabled: true, ids: testJailIds() });
+  expect(node.jail.limits).toEqual(expect.arrayContaining(['RLIMIT_NPROC', 'RLIMIT_CORE=0']));
+
+  // Destroyed, a jail leaves nothing: no process, no cgroup, the id free for the next.
+  for (const name of ['mallory:vm', 'victim:vm'])
+    expect((await request(vmmd, name, { type: 'unikernel-destroy' })).map(said)).toEqual([
+      'destroyed unikernel',
+    ]);
+  victimConsole.exchange.close();
+  mallory.exchange.close();
+  const cgroups = readFileSync('/proc/self/cgroup', 'utf8');
+  const pidsPath = /^\d+:pids:(.*)$/mu.exec(cgroups)?.[1];
+  if (pidsPath !== undefined && existsSync('/sys/fs/cgroup/pids')) {
+    for (const id of ids)
+      expect(existsSync(path.join('/sys/fs/cgroup/pids', pidsPath, 'petrel-tenders', String(id)))).toBe(
+        false,
+      );
+  }
+}
+
+describe('a hostile tender, jailed', () => {
+  it('spt: gets out no way of 28, and the other tenant runs on', { timeout: 120_000 }, async () => {
+    await attack('spt');
+  });
+
+  it.runIf(kvmUsable)(
+    'hvt: gets out no way but its own /dev/kvm, and the other tenant runs on',
+    { timeout: 120_000 },
+    async () => {
+      await attack('hvt');
+    },
+  );
+});
