@@ -40,8 +40,8 @@
 // the rounds of 100 sessions per server of the process section, default 7)
 
 import { type ChildProcess, fork, spawn, spawnSync } from 'node:child_process';
-import { constants } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { constants, randomBytes } from 'node:crypto';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -60,12 +60,17 @@ import { exportPrivateKey, generateKey, importPrivateKey } from '../src/tls/keys
 import { createRootCa, days, issue, issueCommandLeaf, issueDelegation, validityFor } from '../src/tls/pki.js';
 import { x509 } from '../src/tls/x509.js';
 import { decodeWire, encodeWire, FrameReader, frame } from '../src/wire/index.js';
-import { launchDaemon } from '../test/daemon/process.js';
+import { solo5Config } from '../src/wire/shapes.js';
+import { LAUNCHER, launchDaemon } from '../test/daemon/process.js';
 import { kvmUsable, probeWithFakeKvm as probe, repo, testTender } from '../test/engine/guest.js';
 import { makeNetns } from '../test/engine/harness.js';
+import { albatrossLeaf, albatrossSession } from '../test/tls/albatross-client.js';
 import { loadAverage } from './support/load.js';
 
 const SEQUENTIAL = Number(process.env.BENCH_TLS_SESSIONS ?? 10_000);
+/** The sections to run (BENCH_TLS_ONLY=process,embedded,daemon; default all). */
+const PARTS = (process.env.BENCH_TLS_ONLY ?? 'process,embedded,daemon').split(',');
+const part = (name: 'process' | 'embedded' | 'daemon'): boolean => PARTS.includes(name);
 const WORKERS = Number(process.env.BENCH_TLS_WORKERS ?? 10);
 const ROUNDS = Number(process.env.BENCH_TLS_ROUNDS ?? 7);
 /** Sessions per round of the process section, as the issue measures them. */
@@ -73,7 +78,7 @@ const ROUND = 100;
 const INFO = { type: 'unikernel-info', release: '2.7' } as const;
 const ROOT = unwrap(parseName(':'));
 
-export type Kind = 'handshake' | 'petrel';
+export type Kind = 'handshake' | 'petrel' | 'albatross';
 
 /** What a worker is asked to do: `clients` concurrent loops of `sessions` sequential infos. */
 export interface Job {
@@ -145,6 +150,28 @@ async function handshakeSession(job: Job): Promise<Session> {
     });
 }
 
+/**
+ * A session as the stock albatross-client runs one: a fresh Ed25519 key and a leaf of its shape
+ * (test/tls/albatross-client.ts: 8-byte serial, UTF8String names, its extension order), signed
+ * by alice, and a TLS context of its own, then the same info.
+ */
+async function albatrossShapedSession(job: Job): Promise<Session> {
+  const [serverCa, cert, key] = await Promise.all(
+    [job.server.ca, job.server.cert, job.server.key].map((f) => readFile(f)),
+  );
+  const ca = {
+    der: decodeDer(new Uint8Array(cert as Buffer))[0] as Uint8Array,
+    key: unwrap(await importPrivateKey(key as Buffer)),
+  };
+  return async () => {
+    const leaf = await albatrossLeaf(ca, '.', INFO);
+    const session = await albatrossSession(job.server.port, (serverCa as Buffer).toString(), ca, leaf);
+    const first = session.frames[0];
+    if (first === undefined) return session.error?.message ?? 'closed without a reply';
+    return first.payload.kind === 'reply' ? null : 'not a reply';
+  };
+}
+
 /** Sessions each worker runs before it reports ready (not measured). */
 const WARM_UP = 20;
 
@@ -162,9 +189,16 @@ const DAEMON_WARM_UP = 500;
  * otherwise count as the cost of a session.
  */
 const PROCESS_WARM_UP = 3000;
+/** Sessions with albatross-shaped leaves before their rounds: the same path, warm already. */
+const ALBATROSS_WARM_UP = 300;
 
 async function work(job: Job): Promise<Outcome> {
-  const session = job.kind === 'petrel' ? await petrelSession(job) : await handshakeSession(job);
+  const session =
+    job.kind === 'petrel'
+      ? await petrelSession(job)
+      : job.kind === 'albatross'
+        ? await albatrossShapedSession(job)
+        : await handshakeSession(job);
   for (let i = 0; i < (job.warmUp ?? WARM_UP); i++) await session();
   process.send?.('ready');
   await new Promise((resolve) => process.once('message', resolve));
@@ -469,11 +503,11 @@ async function processSection(dir: string, files: Awaited<ReturnType<typeof pki>
       cert: files.cert,
       key: files.key,
     });
-    const round = (port: number, pid: number, warmUp?: number) =>
+    const round = (port: number, pid: number, warmUp?: number, kind: Kind = 'petrel') =>
       runWorkers(
         {
           server: at(port),
-          kind: 'petrel',
+          kind,
           clients: 1,
           sessions: ROUND,
           ...(warmUp === undefined ? {} : { warmUp }),
@@ -489,13 +523,30 @@ async function processSection(dir: string, files: Awaited<ReturnType<typeof pki>
     for (const port of [ports.petreld, ports.floor]) {
       const warm: Job = { server: at(port), kind: 'petrel', clients: 1, sessions: PROCESS_WARM_UP };
       await runWorkers(warm, 1, { netns: netns.name });
+      await runWorkers({ ...warm, kind: 'albatross', sessions: ALBATROSS_WARM_UP }, 1, { netns: netns.name });
     }
+    // Petrel's client and a leaf shaped like albatross-client's, round by round, each against
+    // petreld and the floor, so a figure of one is never taken under another load than the other's.
     const rounds = { petreld: [] as Outcome[], floor: [] as Outcome[] };
+    const shaped = { petreld: [] as Outcome[], floor: [] as Outcome[] };
     for (let i = 0; i < ROUNDS; i++) {
       rounds.petreld.push(await round(ports.petreld, petreld.pid));
       rounds.floor.push(await round(ports.floor, floor.pid));
+      shaped.petreld.push(await round(ports.petreld, petreld.pid, undefined, 'albatross'));
+      shaped.floor.push(await round(ports.floor, floor.pid, undefined, 'albatross'));
     }
-    printRounds('petreld process', 'petrel client', rounds, '≤ 1.4 ms (Albatross: 1.4 ms)');
+    const ours = printRounds('petreld process', 'petrel client', rounds, '≤ 1.4 ms (Albatross: 1.4 ms)');
+    const theirs = printRounds(
+      'petreld process',
+      'leaf shaped like albatross-client 2.7, fresh key and TLS context per session',
+      shaped,
+      '≤ the petrel client + 0.3 ms',
+    );
+    console.log(
+      `server CPU per session, side by side (medians): petreld with Petrel's client ${ours.petreld.toFixed(2)} ms, ` +
+        `with an albatross-shaped leaf ${theirs.petreld.toFixed(2)} ms (difference ${(theirs.petreld - ours.petreld).toFixed(2)} ms, ` +
+        `target ≤ 0.30); bare node:tls floor ${ours.floor.toFixed(2)} / ${theirs.floor.toFixed(2)} ms  [load average ${loadAverage()}]`,
+    );
 
     const albatross = process.env.ALBATROSS_CLIENT;
     if (albatross === undefined || albatross === '') {
@@ -543,12 +594,81 @@ async function processSection(dir: string, files: Awaited<ReturnType<typeof pki>
   }
 }
 
+/** Creates per image size in the embedded section (force-creates of one name). */
+const EMBEDDED_RUNS = Number(process.env.BENCH_TLS_EMBEDDED_RUNS ?? 3);
+
+const status = (pid: number, field: 'VmRSS' | 'VmHWM'): number =>
+  Number(new RegExp(`${field}:\\s+(\\d+)`).exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1]) * 1024;
+
+/**
+ * A stock client's create with the image inside its leaf (albatross-client 2.7, not deflated),
+ * the spt canary padded to 5 and 15 MB with random bytes, against petreld as its own process:
+ * the latency from connect to `created unikernel` (the leaf signed before), petreld's peak RSS
+ * above where it was before the create (VmHWM after clear_refs), and where its RSS is 2 s after.
+ * Target (issue 21): the peak ≤ 3 × the certificate + 16 MiB.
+ */
+async function embeddedSection(dir: string, files: Awaited<ReturnType<typeof pki>>): Promise<void> {
+  const netns = makeNetns();
+  const port = 1027;
+  const home = path.join(dir, 'embedded');
+  const flags = petreldFlags(home, files, port).map((f) => (f === 'info' ? 'warn' : f));
+  const daemon = await launchDaemon(flags, { PETREL_TEST_NETNS: netns.name }, LAUNCHER, 60_000);
+  try {
+    const canary = await readFile(path.join(repo, 'native', 'build', 'canary.spt'));
+    const ca = {
+      der: decodeDer(new Uint8Array(await readFile(files.cert)))[0] as Uint8Array,
+      key: unwrap(await importPrivateKey(await readFile(files.key))),
+    };
+    const serverCa = await readFile(files.ca, 'utf8');
+    for (const mb of [5, 15]) {
+      const image = Buffer.concat([canary, randomBytes(mb * 1_000_000 - canary.length)]);
+      const command = {
+        type: 'unikernel-create',
+        force: true,
+        release: '2.7',
+        config: solo5Config(image, { addName: false, memory: 4, arguments: ['wait', 'bench'] }),
+      } as const;
+      const latencies: number[] = [];
+      const peaks: number[] = [];
+      const afters: number[] = [];
+      let size = 0;
+      for (let i = 0; i < EMBEDDED_RUNS; i++) {
+        const leaf = await albatrossLeaf(ca, 'embedded', command);
+        size = leaf.der.length;
+        await new Promise((resolve) => setTimeout(resolve, 500));
+        const before = status(daemon.pid, 'VmRSS');
+        writeFileSync(`/proc/${daemon.pid}/clear_refs`, '5');
+        const started = performance.now();
+        const session = await albatrossSession(port, serverCa, ca, leaf);
+        latencies.push(performance.now() - started);
+        peaks.push(status(daemon.pid, 'VmHWM') - before);
+        const reply = session.frames[0]?.payload;
+        if (reply?.kind !== 'reply')
+          throw new Error(`create ${mb} MB: ${session.error?.message ?? reply?.kind}`);
+        await new Promise((resolve) => setTimeout(resolve, 2000));
+        afters.push(status(daemon.pid, 'VmRSS') - before);
+      }
+      const mib = (bytes: number) => (bytes / 2 ** 20).toFixed(1);
+      console.log(
+        `embedded create ${mb} MB (certificate ${mib(size)} MiB), ${EMBEDDED_RUNS} force-creates: latency median ` +
+          `${median(latencies).toFixed(0)} ms (${latencies.map((l) => l.toFixed(0)).join(' ')}); peak RSS rise max ` +
+          `${mib(Math.max(...peaks))} MiB (${peaks.map(mib).join(' ')}), target ≤ ${mib(3 * size + 16 * 2 ** 20)}; ` +
+          `RSS 2 s after, above before: ${afters.map(mib).join(' ')} MiB  [load average ${loadAverage()}]`,
+      );
+    }
+  } finally {
+    await daemon.stop();
+    netns.destroy();
+  }
+}
+
+/** Prints the rounds of one client; returns the medians (ms of server CPU per session). */
 function printRounds(
   label: string,
   client: string,
   rounds: { petreld: Outcome[]; floor: Outcome[] },
   target: string,
-): void {
+): { petreld: number; floor: number } {
   const figures = (outcomes: Outcome[]) => outcomes.map(perSession);
   const errors = [...rounds.petreld, ...rounds.floor].flatMap((o) => o.errors);
   const ours = median(figures(rounds.petreld));
@@ -565,6 +685,7 @@ function printRounds(
       `  [target ${target}; load average ${loadAverage()}]`,
   );
   for (const message of [...new Set(errors)].slice(0, 5)) console.log(`  error: ${message}`);
+  return { petreld: ours, floor: bare };
 }
 
 async function main(): Promise<void> {
@@ -582,7 +703,9 @@ async function main(): Promise<void> {
   process.once('SIGINT', () => void cleanUp().then(() => process.exit(130)));
   try {
     const files = await pki(dir);
-    await processSection(dir, files);
+    if (part('process')) await processSection(dir, files);
+    if (part('embedded')) await embeddedSection(dir, files);
+    if (!part('daemon')) return;
     const config = unwrap(
       buildConfig({
         flags: {

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs what Petrel needs from Debian's packages on a fresh machine (as root), only what is
-# missing: a C and C++ toolchain (g++ for native/certlist, built on node's C++ headers) and Linux
+# missing: a C and C++ toolchain (g++ for native/sslctx, built on node's C++ headers) and Linux
 # headers for native/, iproute2 and taskset for the host side, binutils (the canary build checks
 # it has no SSE), openssl (TLS preflight tests), time (boot benchmark). PostgreSQL, for the fleet tests only, is installed by .ci/run.
 set -euo pipefail

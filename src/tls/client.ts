@@ -11,7 +11,7 @@
 //    a chain the server would drop without a word is reported here with its reason.
 // 4. A create's image travels as raw chunks after the handshake (§14.3 step 1), never in the
 //    leaf. The endpoint accepts leaves up to TLS's limit (a Certificate message below 16 MiB,
-//    tls/certlist.ts) for the stock clients that embed it, but streaming takes images up to
+//    tls/sslctx.ts) for the stock clients that embed it, but streaming takes images up to
 //    maxFrameBytes and neither side holds one inside a certificate.
 // 5. The endpoint refuses without any reply frame (§14.1): a close before the first answer is
 //    reported as an authentication failure whose reason is in the server's log.

@@ -6,11 +6,12 @@
 // 1. A TCP connection is counted as pending until its handshake ends; beyond
 //    `maxPendingHandshakes` it is closed at once, and `handshakeTimeout` bounds each handshake.
 // 2. The TLS layer requests a certificate but does not judge it (`rejectUnauthorized: false`,
-//    an empty CA store): Node links the presented certificates by issuer NAME, so its verdict
-//    and its chain cannot decide who the client is. verifyClientChain builds and checks the
-//    path itself, linking by signature, and refuses every connection it does not accept. The
-//    empty store also keeps Node from appending the anchor, so the chain we read is exactly
-//    what the client sent (as far as Node could link it; unlinked extras cannot be on a path).
+//    an empty CA store, OpenSSL's own chain verification switched off: sslctx.ts): Node links
+//    the presented certificates by issuer NAME, so its verdict and its chain cannot decide who
+//    the client is. verifyClientChain builds and checks the path itself, linking by signature,
+//    and refuses every connection it does not accept. The empty store also keeps Node from
+//    appending the anchor, so the chain we read is exactly what the client sent (as far as Node
+//    could link it; unlinked extras cannot be on a path).
 // 3. Identity and the static policy check come before any socket to petreld is opened: a
 //    refused client causes no frame at all. Refusals close TLS without a reply frame, logged.
 // 4. proxy.ts carries the request and its reply.
@@ -23,13 +24,13 @@ import { createSecureContext, type SecureContext, TLSSocket } from 'node:tls';
 import pino, { type Logger } from 'pino';
 import { err, ok, type Result } from '../resources/errors.js';
 import { printName } from '../resources/name.js';
-import { acceptLargeCertificates } from './certlist.js';
 import { loadTrustAnchor, MAX_CHAIN, type TrustAnchor, verifyClientChain } from './chain.js';
 import { type Channel, SocketChannel } from './channel.js';
 import { describeError, type TlsError, tlsError } from './errors.js';
 import { authorize } from './identity.js';
 import { proxy, type Service } from './proxy.js';
 import { type SocketPaths, TLS_DEFAULTS } from './settings.js';
+import { prepareServerContext } from './sslctx.js';
 
 export { type SocketPaths, socketPaths, TLS_DEFAULTS } from './settings.js';
 
@@ -89,9 +90,10 @@ export function createTlsEndpoint(options: TlsEndpointOptions): Result<TlsEndpoi
   } catch (e) {
     return err('E_TLS_ANCHOR', `the server certificate or key is unusable: ${describeError(e)}`);
   }
-  // Stock albatross-client leaves carry whole images: TLS's limit, not OpenSSL's 100 KiB.
-  const large = acceptLargeCertificates(context);
-  if (!large.ok) return large;
+  // Leaves up to TLS's limit (stock albatross-client leaves carry whole images), no chain
+  // verification by OpenSSL (ours is the one that counts), no tickets: sslctx.ts.
+  const prepared = prepareServerContext(context);
+  if (!prepared.ok) return prepared;
   return ok(new Endpoint(options, anchor.value, context));
 }
 

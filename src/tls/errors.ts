@@ -6,7 +6,7 @@ import { err, type PetrelError } from '../resources/errors.js';
 export type TlsErrorCode =
   /** The trust anchor file is unusable (not exactly one CA certificate). */
   | 'E_TLS_ANCHOR'
-  /** certlist.node cannot raise OpenSSL's certificate-list limit (not built, or another node). */
+  /** sslctx.node cannot set the endpoint's OpenSSL context (not built, or another node). */
   | 'E_TLS_CERT_LIMIT'
   /** The client presented no certificate. */
   | 'E_TLS_NO_CERTIFICATE'

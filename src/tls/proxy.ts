@@ -161,7 +161,16 @@ type Exchange =
 const final = (payload: Payload): Exchange => ({ kind: 'final', payload });
 
 async function exchange(request: ProxyRequest, command: Command, daemon: Channel): Promise<Exchange> {
-  const frames = requestFrames(request.identity, command, request.sequence);
+  const embedded = embeddedImage(command);
+  // Petrel (c): an image in the leaf is bounded as a streamed one is, before anything is sent.
+  if (embedded !== null && embedded.image.length > request.maxFrameBytes) {
+    const limit = request.maxFrameBytes;
+    const error = tlsError('E_TLS_FRAME_TOO_LARGE', `the image exceeds the limit of ${limit} bytes`, {
+      limit,
+    });
+    return { kind: 'refused', error };
+  }
+  const frames = requestFrames(request.identity, embedded?.command ?? command, request.sequence);
   const commandFrame = frames.pop() as Uint8Array;
   for (const policyFrame of frames) {
     if (!(await daemon.write(policyFrame))) return final(failure('failed to write policy'));
@@ -178,7 +187,10 @@ async function exchange(request: ProxyRequest, command: Command, daemon: Channel
   if (relays) daemon.raw();
   if (!(await daemon.write(commandFrame))) return final(failure("couldn't write unikernel to VMMD"));
   if (relays) return relayImage(request, daemon);
-  if (streamsImage(command)) {
+  if (embedded !== null) {
+    const sent = await sendChunks(daemon, embedded.image);
+    if (sent !== null) return sent;
+  } else if (streamsImage(command)) {
     // Petrel (c): the image is bounded by the frame limit, as if it came in one frame.
     const copied = await copyChunks(request.client, daemon, request.maxFrameBytes);
     if (copied !== null) return copied;
@@ -187,6 +199,33 @@ async function exchange(request: ProxyRequest, command: Command, daemon: Channel
     if (copied !== null) return copied;
   }
   return collect(request, command, daemon);
+}
+
+/**
+ * A create whose image came inside the leaf (stock 2.0-2.7 clients): the command without it, and
+ * the image. The endpoint forwards it as a streamed create (Petrel (j)), the image cut into raw
+ * chunks that are views of the certificate's bytes, so neither side copies a whole image again:
+ * an encoded create frame would be another copy here and, arriving whole, one more in petreld,
+ * where the chunks are instead stored as they come.
+ */
+export function embeddedImage(command: Command): { command: Command; image: Uint8Array } | null {
+  if (command.type !== 'unikernel-create' || command.config.image.length === 0) return null;
+  const without = { ...command, config: { ...command.config, image: new Uint8Array(0) } } as Command;
+  return { command: without, image: command.config.image };
+}
+
+/** Bytes of the leaf's image per raw chunk sent on. */
+const EMBEDDED_CHUNK = 256 * 1024;
+
+/** The image of an embedded create to the daemon as raw chunks and their end (copyChunks' null). */
+async function sendChunks(daemon: Channel, image: Uint8Array): Promise<Exchange | null> {
+  for (let at = 0; at < image.length; at += EMBEDDED_CHUNK) {
+    const piece = image.subarray(at, at + EMBEDDED_CHUNK);
+    if (!(await daemon.write(frameHeader(piece.length))) || !(await daemon.write(piece))) {
+      return final(failure("couldn't write unikernel to VMMD"));
+    }
+  }
+  return (await daemon.write(END_OF_STREAM)) ? null : final(failure("couldn't write unikernel to VMMD"));
 }
 
 /**

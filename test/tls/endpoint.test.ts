@@ -582,7 +582,7 @@ describe('certificates carrying an image (stock Albatross create)', () => {
     expect(result.frames.map((f) => f.payload.kind)).toEqual(['reply']);
   });
 
-  it("a 15 MB leaf, far above OpenSSL's default 100 KiB list, carries its image to petreld", async () => {
+  it("a 15 MB leaf, far above OpenSSL's default 100 KiB list, carries its image to petreld as a streamed create", async () => {
     const running = await start();
     const image = randomBytes(15_000_000);
     const client = await leaf(root, 'web', createCommand(image));
@@ -590,16 +590,29 @@ describe('certificates carrying an image (stock Albatross create)', () => {
     expect(result.frames.map((f) => f.payload)).toEqual([
       { kind: 'reply', reply: { type: 'string', text: 'ok unikernel-create' } },
     ]);
-    const received = running.fake.connections[0]?.received ?? [];
-    expect(received).toHaveLength(1);
-    const payload = received[0]?.kind === 'message' ? received[0].wire.payload : null;
-    const command = payload?.kind === 'command' ? payload.command : null;
-    const carried = command?.type === 'unikernel-create' ? Buffer.from(command.config.image) : null;
-    expect(carried?.equals(image)).toBe(true);
+    // The create without its image, then the image in raw chunks and the end (Petrel (j)):
+    // views of the leaf's bytes, so no whole copy of the image is made on either side.
+    const [create, ...chunks] = running.fake.connections[0]?.received ?? [];
+    expect(create?.kind === 'message' && create.wire.payload).toEqual({
+      kind: 'command',
+      command: createCommand(new Uint8Array()),
+    });
+    expect(chunks.at(-1)).toEqual({ kind: 'end' });
+    const carried = Buffer.concat(chunks.flatMap((c) => (c.kind === 'chunk' ? [c.bytes] : [])));
+    expect(carried.equals(image)).toBe(true);
     // The leaf holds the image: no log line may carry it, or any certificate.
     const logged = JSON.stringify(running.logs);
     expect(logged.length).toBeLessThan(10_000);
     expect(logged).not.toMatch(/BEGIN|PRIVATE/);
+  });
+
+  it('an embedded image above maxFrameBytes is refused, nothing of it reaches petreld', async () => {
+    const running = await start({ maxFrameBytes: 200_000 });
+    const result = await talk(running.port, await leaf(root, 'web', createCommand(new Uint8Array(300_000))));
+    expect(result.frames).toEqual([]);
+    await settle();
+    expect(running.fake.connections.flatMap((c) => c.received)).toEqual([]);
+    expect(refusals(running.logs).map((l) => l.code)).toContain('E_TLS_FRAME_TOO_LARGE');
   });
 
   it('KNOWN LIMIT: a certificate list of 16 MiB or more cannot be said in TLS; the client fails, nothing is sent', async () => {

@@ -1,6 +1,7 @@
-// Build check for certlist.node (native/Makefile runs it): the node that built it must hand out
-// a SecureContext's SSL_CTX as `_external`, and the addon must move OpenSSL's limit. Exits 1
-// with the reason otherwise, so a Node without the handle fails the build, not a handshake.
+// Build check for sslctx.node (native/Makefile runs it): the node that built it must hand out
+// a SecureContext's SSL_CTX as `_external`, and the addon's settings must take (read back where
+// OpenSSL can say). Exits 1 with the reason otherwise, so a Node without the handle fails the
+// build, not a handshake.
 const { createSecureContext } = require('node:tls');
 const { isExternal } = require('node:util').types;
 
@@ -20,3 +21,8 @@ try {
 const wanted = 16 * 1024 * 1024;
 const now = addon.setMaxCertList(handle, wanted);
 if (now !== wanted) failed(`SSL_CTX_ctrl left the certificate-list limit at ${now}, not ${wanted}`);
+if (typeof addon.skipChainVerification !== 'function') failed('has no skipChainVerification');
+addon.skipChainVerification(handle);
+if (typeof addon.noTickets !== 'function') failed('has no noTickets');
+const tickets = addon.noTickets(handle);
+if (tickets !== 0) failed(`OpenSSL still sends ${tickets} session tickets`);
