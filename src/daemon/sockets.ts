@@ -77,6 +77,9 @@ function responsePayload(response: Extract<EngineResponse, { kind: 'reply' | 'fa
     : { kind: 'failure', message: response.message };
 }
 
+/** How long a connection may go on sending after its answer before it is closed (ms). */
+const DISCARD_MS = 10_000;
+
 /** Raw chunks follow these commands on vmmd.sock: block set [7], and a create without an image. */
 function takesChunks(command: Command): boolean {
   return (
@@ -137,6 +140,19 @@ class FrameSource {
       });
     }
   }
+  /**
+   * No more frames are taken: what still arrives (the rest of a stream a refusal cut short,
+   * such as an image the disk has no room for) is read and dropped, so the sender can finish
+   * writing and read the reply; a sender that never stops is cut off after DISCARD_MS.
+   */
+  discard(): void {
+    this.#ended = true;
+    this.#ready.length = 0;
+    const socket = this.#socket;
+    socket.once('data', () => setTimeout(() => socket.destroy(), DISCARD_MS).unref());
+    socket.resume();
+  }
+
   /** The raw chunks of a stream, up to its end frame. */
   async *chunks(): AsyncGenerator<Uint8Array> {
     for (;;) {
@@ -262,6 +278,7 @@ export async function listenLocalSockets(options: SocketOptions): Promise<LocalS
       send(socket, answer(header, responsePayload(response)));
       if (!(policyAdd && response.kind === 'reply')) break;
     }
+    source.discard();
     socket.end();
   };
 

@@ -146,11 +146,9 @@ export async function lockStateDir(stateDir: string, runDir: string): Promise<Re
     return start;
   }
   const mine = `${process.pid} ${start.value}\n`;
-  const written = writePidFile(pidFile, mine);
-  if (!written.ok) {
-    closeSync(fd);
-    return written;
-  }
+  // Only informative (a refusal finds the holder in /proc too): a full run directory that
+  // cannot take it does not stop a start.
+  writePidFile(pidFile, mine);
   let held = true;
   return ok({
     async release() {

@@ -1,6 +1,6 @@
 // petreld in-process: preflight, restore, sockets and the boot canary, then local clients.
 import { existsSync } from 'node:fs';
-import { chmod, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { chmod, mkdtemp, readdir, readFile, rm, statfs, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -150,6 +150,10 @@ describe('petreld start-up', () => {
       /^petrel_command_duration_seconds_count\{command="unikernel-create",outcome="done"\} 1$/m,
     );
     expect(text).toMatch(/^petrel_canary_boot_seconds\{runtime="hvt"\} [0-9.e-]+$/m);
+    // The state directory's free bytes, as statfs says them (within what moved meanwhile).
+    const free = Number(/^petrel_state_free_bytes (\d+)$/m.exec(text)?.[1]);
+    const fs = await statfs(dir);
+    expect(Math.abs(free - Number(fs.bavail) * Number(fs.bsize))).toBeLessThan(64 * 1024 * 1024);
     expect((await fetch(`http://127.0.0.1:${started.metrics?.port}/other`)).status).toBe(404);
   });
 

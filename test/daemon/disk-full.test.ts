@@ -12,10 +12,11 @@ import { existsSync, readFileSync } from 'node:fs';
 import { mkdir, mkdtemp, open, readdir, readFile, rm, statfs } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { chunkFrames } from '../../src/wire/framing.js';
 import { canaryImage, repo, testTender } from '../engine/guest.js';
 import { canaryConfig, makeNetns, storedState } from '../engine/harness.js';
-import { request, said } from './client.js';
+import { commandFrame, open as openSession, request, said } from './client.js';
 import { type DaemonProcess, launchDaemon } from './process.js';
 
 const MIB = 1024 * 1024;
@@ -32,6 +33,15 @@ beforeAll(async () => {
   tender = await testTender(base);
   canary = await readFile(canaryImage);
 });
+/** Mounted tmpfs directories, unmounted after each test. */
+const mounted: string[] = [];
+/** Daemons still running when a test ended (a timeout), stopped with their guests. */
+const running = new Set<DaemonProcess>();
+afterEach(async () => {
+  for (const daemon of running) await daemon.stop('SIGUSR2');
+  running.clear();
+  for (const dir of mounted.splice(0)) execFileSync('umount', [dir]);
+});
 afterAll(async () => {
   netns.destroy();
   await rm(base, { recursive: true, force: true });
@@ -41,12 +51,17 @@ function start(dir: string, env: NodeJS.ProcessEnv = {}): Promise<DaemonProcess>
   const flags = ['--state-dir', `${dir}/state`, '--run-dir', `${dir}/run`, '--tender-hvt', tender];
   flags.push('--runtimes', 'hvt', '--stop-timeout', '2s', '--canary-deadline', '10s', '--log-level', 'warn');
   flags.push('--state-reserve', String(MIB), '--state-min-free', String(MIB / 2));
-  return launchDaemon(
+  const launched = launchDaemon(
     flags,
     { PETREL_TEST_NETNS: netns.name, PETREL_FAKE_KVM: '1', ...env },
     undefined,
     60_000,
   );
+  return launched.then((daemon) => {
+    running.add(daemon);
+    void daemon.exited.then(() => running.delete(daemon));
+    return daemon;
+  });
 }
 
 /** The canary followed by bytes that differ for every `seed` (the tender ignores them). */
@@ -127,6 +142,8 @@ describe('a full state directory', () => {
     const state = `${dir}/state`;
     await mkdir(state);
     execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=16m,mode=0700', 'tmpfs', state]);
+    // Undone even when the test times out (a finally block would not run then).
+    mounted.push(state);
     const socket = `${dir}/run/util/vmmd.sock`;
     let daemon: DaemonProcess | null = null;
     try {
@@ -146,6 +163,25 @@ describe('a full state directory', () => {
       const refusedAt = await storeAndState(state);
       expect(refusedAt.store).toEqual(refusedAt.named);
       expect(refusedAt.named).toHaveLength(created.length);
+      expect((await readdir(`${state}/images`)).filter((f) => f.startsWith('.'))).toEqual([]);
+      // An image that streams in (its size unknown) is refused once the floor would be reached.
+      const streamed = await canaryConfig(canaryImage, ['wait', 's'], { image: imageOf('streamed') });
+      const exchange = openSession(
+        socket,
+        commandFrame(':streamed', {
+          type: 'unikernel-create',
+          force: false,
+          release: '2.7',
+          config: { ...streamed, image: new Uint8Array(0) },
+        }),
+      );
+      for (const chunk of chunkFrames(streamed.image)) exchange.write(chunk);
+      await exchange.waitFor(1, 30_000);
+      await exchange.closed;
+      expect(said(exchange.messages[0])).toMatch(
+        new RegExp(`image stream does not fit: no space in the state directory ${state}: \\d+ bytes free`),
+      );
+      expect(await infoNames(socket)).toEqual([...created].sort());
       expect((await readdir(`${state}/images`)).filter((f) => f.startsWith('.'))).toEqual([]);
       // A block device of known size that cannot fit is refused before a file is made.
       const block = said((await request(socket, ':disk', { type: 'block-add', size: 8 }))[0]);
@@ -193,7 +229,6 @@ describe('a full state directory', () => {
       expect(await infoNames(socket)).toEqual([...kept, 'again'].sort());
     } finally {
       await daemon?.stop('SIGUSR2');
-      execFileSync('umount', [state]);
     }
   }, 300_000);
 

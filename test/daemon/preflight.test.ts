@@ -194,6 +194,18 @@ describe('tenders', () => {
     expect(failures[0]).toMatch(/^tenders\.hvt: tender does not exist/u);
   });
 
+  it('free space of the state directory below stateMinFree is a WARN, never fatal', async () => {
+    const cfg = config({ runtimes: 'spt', stateMinFree: String(Number.MAX_SAFE_INTEGER) });
+    const results = await preflight(cfg, await probe(cfg, { kvmProbe: null }));
+    expect(byName(results, 'stateFree')).toMatchObject({ status: 'WARN', fatal: false });
+    expect(byName(results, 'stateFree')?.detail).toMatch(
+      new RegExp(`^\\d+ bytes free in ${cfg.stateDir}, below stateMinFree`, 'u'),
+    );
+    const roomy = config({ runtimes: 'spt', stateMinFree: '0' });
+    const passing = await preflight(roomy, await probe(roomy, { kvmProbe: null }));
+    expect(byName(passing, 'stateFree')).toMatchObject({ status: 'PASS' });
+  });
+
   it('spt needs only an spt tender: missing kvm is then a warning', async () => {
     const cfg = config({ runtimes: 'spt' });
     const report = await probe(cfg, { kvmProbe: null });
