@@ -1,4 +1,4 @@
-/* modes.c: the small modes: hello, exit, wait, sleep, count, flood. Each ends
+/* modes.c: the small modes: hello, exit, wait, sleep, count, flood (flat out or paced). Each ends
  * with HALT (or never ends), because returning would jump to address 0. */
 #include "canary.h"
 
@@ -57,9 +57,30 @@ void mode_count(int argc, char **argv)
     halt(0);
 }
 
+/* N numbered lines (default 1000) as fast as the console takes them, many a write; or, with
+ * PER_MS > 0, paced: PER_MS lines every millisecond (50 is 50,000 lines a second), each its
+ * own write as a guest that logs line by line does, on an absolute schedule (late lines are
+ * caught up), then HALT. */
 void mode_flood(int argc, char **argv)
 {
     int64_t n = int_arg(argc, argv, 1, 1000);
+    int64_t per_ms = int_arg(argc, argv, 2, 0);
+    if (per_ms > 0) {
+        uint64_t start = monotonic_ns();
+        for (int64_t i = 1; i <= n; i++) {
+            put_s("petrel-canary flood ");
+            put_i(i);
+            put_s("\n");
+            flush();
+            if (i % per_ms == 0) {
+                uint64_t due = start + (uint64_t)(i / per_ms) * 1000000ULL;
+                uint64_t now = monotonic_ns();
+                if (due > now)
+                    sleep_ns(due - now);
+            }
+        }
+        halt(0);
+    }
     for (int64_t i = 1; i <= n; i++) {
         /* Flush only when a line might not fit: many lines per PUTS. */
         if (console_room() < 64)

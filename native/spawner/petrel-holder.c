@@ -87,6 +87,16 @@
 #define OUTPUT_CHUNK (16u * 1024)
 /* How long a console may keep draining after its tender was reaped. */
 #define DRAIN_MS 10000
+/* The FIFO's buffer, asked for with F_SETPIPE_SZ (the kernel's default is 64 KiB): the tender
+ * writes on while we rest or are not scheduled for a while (20 ms of a guest printing 13 MB/s).
+ * Kernel memory per console while it is full, so not more; a paused console still stops its
+ * tender once this and the ring are full. Best effort: the per-user pipe limits may refuse it. */
+#define PIPE_BYTES (256 * 1024)
+/* A read of at least REST_BYTES means a busy console: it is not read again for REST_MS, so a
+ * guest printing flat out is read in large batches (a wake-up, a read and a frame for many
+ * lines) while one printing now and then is read at once. */
+#define REST_BYTES 1024
+#define REST_MS 2
 static long idle_exit_ms = 5000;
 #define WATCHDOG_MS 1000
 
@@ -197,6 +207,10 @@ struct child {
      * frames for the owner; `draining` into the reaped children whose console is still open. */
     int polled;
     struct link due, draining;
+    /* Resting after a large read (REST_BYTES) until rest_until: not reading() meanwhile. */
+    int resting;
+    int64_t rest_until;
+    struct link rest;
     size_t index; /* in children[] */
     struct child *pid_next; /* its bucket of by_pid */
 };
@@ -213,6 +227,8 @@ static struct link owner_due = { &owner_due, &owner_due };
 /* Reaped children whose console is still open, in the order of their drain deadlines (which
  * are their reap times plus the same DRAIN_MS: appending keeps the list sorted). */
 static struct link draining = { &draining, &draining };
+/* Consoles resting after a large read, in the order their rests end (all last REST_MS). */
+static struct link resting = { &resting, &resting };
 
 static size_t bucket_of(pid_t pid)
 {
@@ -262,6 +278,7 @@ static void child_free(struct child *c)
         close(c->console);
     list_remove(&c->due);
     list_remove(&c->draining);
+    list_remove(&c->rest);
     struct child **at = &by_pid[bucket_of(c->pid)];
     while (*at != c)
         at = &(*at)->pid_next;
@@ -447,7 +464,7 @@ static size_t console_room(const struct child *c)
 
 static int reading(const struct child *c)
 {
-    return c->console >= 0 && !c->paused && console_room(c) > 0;
+    return c->console >= 0 && !c->paused && !c->resting && console_room(c) > 0;
 }
 
 /* Keeps the epoll set equal to the consoles that are reading(). Called wherever that may
@@ -479,6 +496,8 @@ static void close_console(struct child *c)
         close(c->console);
         c->console = -1;
         list_remove(&c->draining);
+        list_remove(&c->rest);
+        c->resting = 0;
         mark_due(c); /* it may have settled: its exit is due once its bytes are */
     }
 }
@@ -518,6 +537,11 @@ static void read_console(struct child *c)
     if (n > 0) {
         c->end += (uint64_t)n;
         mark_due(c);
+        if (n >= REST_BYTES) {
+            c->resting = 1;
+            c->rest_until = mono_ms() + REST_MS;
+            list_append(&resting, &c->rest);
+        }
         update_interest(c);
         /* Reads within the same millisecond share a time: one mark, so one frame for them. */
         int64_t now = now_ms();
@@ -573,6 +597,8 @@ static void spawn(const unsigned char *body, size_t len)
     } else {
         /* Our read end first, so the tender's open finds a reader, then theirs. */
         ours = open(strings[0], O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
+        if (ours >= 0)
+            (void)fcntl(ours, F_SETPIPE_SZ, PIPE_BYTES);
         theirs = ours < 0 ? -1 : open_fifo_writer(strings[0]);
     }
     if (theirs < 0) {
@@ -973,6 +999,14 @@ int main(int argc, char **argv)
             say("console of pid %d still open %d ms after its exit: closed", (int)c->pid, DRAIN_MS);
             close_console(c);
         }
+        while (!list_empty(&resting)) {
+            struct child *c = CHILD_OF(resting.next, rest);
+            if (now < c->rest_until)
+                break;
+            list_remove(&c->rest);
+            c->resting = 0;
+            update_interest(c);
+        }
         /* The owner's queue: due consoles are framed while there is room; again as long as the
          * socket takes it all and more is due (nothing else would wake us for it). */
         while (owner >= 0) {
@@ -1012,6 +1046,11 @@ int main(int argc, char **argv)
             int64_t deadline = CHILD_OF(draining.next, draining)->drain_deadline;
             if (deadline - now < timeout)
                 timeout = (int)(deadline - now);
+        }
+        if (!list_empty(&resting)) {
+            int64_t until = CHILD_OF(resting.next, rest)->rest_until;
+            if (until - now < timeout)
+                timeout = (int)(until - now);
         }
         if (timeout < 0)
             timeout = 0;

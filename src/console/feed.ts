@@ -61,16 +61,26 @@ class Feed {
     if (!this.#deliver(lines, timestamp)) this.#pause();
   }
 
-  /** Publishes line by line until a subscriber falls behind; keeps the rest. */
+  /**
+   * Publishes as many lines as the subscriber furthest behind has room for below the high
+   * water mark, in one batch (what publishing line by line until it is reached would
+   * publish); keeps the rest.
+   */
   #deliver(lines: Buffer[], timestamp: number): boolean {
-    for (let i = 0; i < lines.length; i++) {
-      this.#hub.publish(this.#name, [lines[i] as Buffer], timestamp);
-      if (this.#reader !== null && this.#hub.congested(this.#name, this.#highWater)) {
-        if (i + 1 < lines.length) this.#held.unshift({ lines: lines.slice(i + 1), timestamp });
-        return false;
-      }
+    if (this.#reader === null) {
+      this.#hub.publish(this.#name, lines, timestamp);
+      return true;
     }
-    return true;
+    let room = this.#highWater - this.#hub.backlog(this.#name);
+    if (room <= 0) room = 1; // as line by line: the first line goes, then the check
+    const now = room >= lines.length ? lines : lines.slice(0, room);
+    this.#hub.publish(this.#name, now, timestamp);
+    if (!this.#hub.congested(this.#name, this.#highWater)) {
+      if (now.length === lines.length) return true;
+      return this.#deliver(lines.slice(now.length), timestamp);
+    }
+    if (now.length < lines.length) this.#held.unshift({ lines: lines.slice(now.length), timestamp });
+    return false;
   }
 
   // Woken when the subscriber that is behind catches up, or when its time is up.

@@ -17,6 +17,8 @@ export interface Subscriber {
   /** The subscription reply and the history, delivered before any live line. */
   begin(status: SubscribeStatus, history: readonly ConsoleLine[]): boolean;
   offer(name: Name, entry: ConsoleLine): boolean;
+  /** The lines of one read at once (all at `timestamp`); without it, `offer` is called per line. */
+  offerLines?(name: Name, lines: readonly Uint8Array[], timestamp: number): boolean;
   close(reason: string): void;
   /** Messages queued and not yet handed to the connection (0 when not known). */
   readonly backlog?: number;
@@ -88,13 +90,26 @@ export class ConsoleHub {
   publish(name: Name & { label: Label }, lines: readonly Uint8Array[], timestamp: number): void {
     const entry = this.#paths.get(printPath(name.path))?.entries.get(name.label);
     if (entry?.ring == null) return;
-    for (const line of lines) {
-      const item: ConsoleLine = { timestamp, line };
-      entry.ring.push(item);
-      for (const subscriber of [...entry.subscribers]) {
-        if (!subscriber.offer(name, item)) this.#drop(name, entry, subscriber, 'queue full');
-      }
+    // The whole read at once: no object per line, one look-up and one offer per subscriber.
+    for (const line of lines) entry.ring.pushLine(line, timestamp);
+    if (entry.subscribers.length === 0) return;
+    for (const subscriber of [...entry.subscribers]) {
+      if (!this.#offer(name, subscriber, lines, timestamp)) this.#drop(name, entry, subscriber, 'queue full');
     }
+  }
+
+  #offer(name: Name, subscriber: Subscriber, lines: readonly Uint8Array[], timestamp: number): boolean {
+    if (subscriber.offerLines !== undefined) return subscriber.offerLines(name, lines, timestamp);
+    for (const line of lines) if (!subscriber.offer(name, { timestamp, line })) return false;
+    return true;
+  }
+
+  /** The most messages any subscriber of the name has waiting (0 without subscribers). */
+  backlog(name: Name & { label: Label }): number {
+    const entry = this.#paths.get(printPath(name.path))?.entries.get(name.label);
+    let most = 0;
+    for (const s of entry?.subscribers ?? []) most = Math.max(most, s.backlog ?? 0);
+    return most;
   }
 
   /** Subscribes to a unikernel name (§11.3): history first, then live lines. */

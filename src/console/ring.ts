@@ -32,15 +32,19 @@ export class Ring {
   }
 
   push(entry: ConsoleLine): void {
-    const { line } = entry;
+    this.pushLine(entry.line, entry.timestamp);
+  }
+
+  /** `push` without an entry object (the hub records a whole read at once). */
+  pushLine(line: Uint8Array, timestamp: number): void {
     const text = Buffer.from(line.buffer, line.byteOffset, line.byteLength).toString('latin1');
     if (this.#lines.length < this.capacity) {
       this.#lines.push(text);
-      this.#times.push(entry.timestamp);
+      this.#times.push(timestamp);
       return;
     }
     this.#lines[this.#oldest] = text;
-    this.#times[this.#oldest] = entry.timestamp;
+    this.#times[this.#oldest] = timestamp;
     this.#oldest = (this.#oldest + 1) % this.capacity;
   }
 

@@ -14,11 +14,10 @@ import { TEXT } from '../engine/replies.js';
 import type { Label, Name } from '../resources/name.js';
 import { printName } from '../resources/name.js';
 import type { StatsService } from '../stats/service.js';
+import { consoleFrames } from '../wire/console-frames.js';
 import { DEFAULT_MAX_FRAME, type FrameEvent, FrameReader, frameHeader } from '../wire/framing.js';
 import { decodeWire, encodeWire, imageReplyHead } from '../wire/message.js';
-import { consoleLine } from '../wire/shapes.js';
 import type { Command, Header, Payload, Wire } from '../wire/types.js';
-import { WIRE_VERSION } from '../wire/types.js';
 import { SOCKET_NAMES } from './layout.js';
 
 export { SOCKET_NAMES };
@@ -401,15 +400,19 @@ export async function listenLocalSockets(options: SocketOptions): Promise<LocalS
   };
 }
 
-/** Encoded Data frames of console lines, per subscribe form, alive as long as the line is. */
-const FRAMES = {
-  '2.0': new WeakMap<ConsoleLine, Uint8Array>(),
-  '2.1': new WeakMap<ConsoleLine, Uint8Array>(),
+/**
+ * The frames of the last batch encoded, per subscribe form: every subscriber of a name is
+ * offered the same lines array, so the batch is encoded once per form, not once per subscriber.
+ */
+const LAST_BATCH = {
+  '2.0': { lines: null as readonly Uint8Array[] | null, name: '', timestamp: 0, frames: Buffer.alloc(0) },
+  '2.1': { lines: null as readonly Uint8Array[] | null, name: '', timestamp: 0, frames: Buffer.alloc(0) },
 };
 
 /**
  * A console subscriber on a socket with a bounded queue (Petrel (i)): while the socket drains,
- * frames wait in the queue; when the queue is full the hub closes the subscriber.
+ * frames wait in the queue; when the queue is full the hub closes the subscriber. The queue is
+ * counted in messages; a batch of lines is one buffer that counts as its lines.
  */
 export class SocketSubscriber implements Subscriber {
   readonly #socket: Duplex;
@@ -417,7 +420,8 @@ export class SocketSubscriber implements Subscriber {
   readonly #release: '2.0' | '2.1';
   readonly #max: number;
   readonly #log: Logger;
-  readonly #queue: Uint8Array[] = [];
+  readonly #queue: { bytes: Uint8Array; count: number }[] = [];
+  #queued = 0;
   #draining = false;
   #corked = false;
   #drained: (() => void)[] = [];
@@ -431,7 +435,7 @@ export class SocketSubscriber implements Subscriber {
   }
 
   get backlog(): number {
-    return this.#queue.length;
+    return this.#queued;
   }
 
   onDrained(listener: () => void): void {
@@ -441,24 +445,34 @@ export class SocketSubscriber implements Subscriber {
   begin(status: SubscribeStatus, history: readonly ConsoleLine[]): boolean {
     if (!this.#push(answer(this.#header, { kind: 'reply', reply: { type: 'string', text: status } })))
       return false;
-    return history.every((entry) => this.offer(this.#header.name, entry));
+    // Lines of one read share a time: one batch each.
+    for (let start = 0; start < history.length; ) {
+      const timestamp = (history[start] as ConsoleLine).timestamp;
+      let end = start + 1;
+      while (end < history.length && (history[end] as ConsoleLine).timestamp === timestamp) end++;
+      const lines = history.slice(start, end).map((entry) => entry.line);
+      const framed = consoleFrames(this.#release, this.#header.name, timestamp, lines);
+      if (!framed.ok || !this.#send(framed.value, lines.length)) return false;
+      start = end;
+    }
+    return true;
   }
 
   offer(name: Name, entry: ConsoleLine): boolean {
-    // Every subscriber of a name gets the same frame for a line: encode it once per form.
-    const cache = FRAMES[this.#release];
-    let framed = cache.get(entry);
-    if (framed === undefined) {
-      const data = consoleLine(this.#release, new Date(entry.timestamp), entry.line);
-      const bytes = encodeWire({
-        header: { version: WIRE_VERSION, sequence: 0n, name },
-        payload: { kind: 'data', data },
-      });
-      if (!bytes.ok) return false;
-      framed = Buffer.concat([frameHeader(bytes.value.length), bytes.value]);
-      cache.set(entry, framed);
+    const framed = consoleFrames(this.#release, name, entry.timestamp, [entry.line]);
+    return framed.ok && this.#send(framed.value, 1);
+  }
+
+  offerLines(name: Name, lines: readonly Uint8Array[], timestamp: number): boolean {
+    if (lines.length === 0) return true;
+    const last = LAST_BATCH[this.#release];
+    const printed = printName(name);
+    if (last.lines !== lines || last.timestamp !== timestamp || last.name !== printed) {
+      const framed = consoleFrames(this.#release, name, timestamp, lines);
+      if (!framed.ok) return false;
+      Object.assign(last, { lines, name: printed, timestamp, frames: framed.value });
     }
-    return this.#send(framed);
+    return this.#send(last.frames, lines.length);
   }
 
   close(reason: string): void {
@@ -469,13 +483,15 @@ export class SocketSubscriber implements Subscriber {
   #push(wire: Wire): boolean {
     const bytes = encodeWire(wire);
     if (!bytes.ok) return false;
-    return this.#send(Buffer.concat([frameHeader(bytes.value.length), bytes.value]));
+    return this.#send(Buffer.concat([frameHeader(bytes.value.length), bytes.value]), 1);
   }
 
-  #send(framed: Uint8Array): boolean {
+  /** Sends or queues `framed`, which holds `count` messages. */
+  #send(framed: Uint8Array, count: number): boolean {
     if (this.#draining) {
-      if (this.#queue.length >= this.#max) return false;
-      this.#queue.push(framed);
+      if (this.#queued + count > this.#max) return false;
+      this.#queue.push({ bytes: framed, count });
+      this.#queued += count;
       return true;
     }
     // Lines arrive in bursts: gather this tick's frames into one writev instead of a write each.
@@ -497,8 +513,9 @@ export class SocketSubscriber implements Subscriber {
   #flush(): void {
     this.#draining = false;
     while (this.#queue.length > 0) {
-      const next = this.#queue.shift() as Uint8Array;
-      if (!this.#socket.write(next)) {
+      const next = this.#queue.shift() as { bytes: Uint8Array; count: number };
+      this.#queued -= next.count;
+      if (!this.#socket.write(next.bytes)) {
         this.#draining = true;
         this.#socket.once('drain', () => this.#flush());
         return;

@@ -162,7 +162,7 @@ function readHeader(r: Reader): Header {
   }, 'header');
 }
 
-function encHeader(h: Header): Der {
+export function encHeader(h: Header): Der {
   if (h.version !== WIRE_VERSION) fault('E_WIRE_ENCODE', `unknown version number ${String(h.version)}`, null);
   return enc.sequence([enc.integer(WIRE_VERSION), enc.int64(h.sequence), encName(h.name)]);
 }

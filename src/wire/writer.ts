@@ -12,10 +12,10 @@ export interface Der {
   write(out: Uint8Array, pos: number): number;
 }
 
-const lengthSize = (n: number): number =>
+export const lengthSize = (n: number): number =>
   n < 0x80 ? 1 : n < 0x100 ? 2 : n < 0x10000 ? 3 : n < 0x1000000 ? 4 : 5;
 
-function writeHeader(out: Uint8Array, pos: number, tag: number, length: number): number {
+export function writeHeader(out: Uint8Array, pos: number, tag: number, length: number): number {
   out[pos++] = tag;
   if (length < 0x80) {
     out[pos++] = length;

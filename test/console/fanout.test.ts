@@ -1,19 +1,17 @@
 // Console fan-out under a flood (issue 6, Petrel (i)): a real spt canary prints 200,000 lines to
 // five subscribers, one of which never reads. The other four get every line in order, the silent
 // one is closed, memory stays bounded, and the engine keeps answering meanwhile.
-import { type ChildProcess, spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { request, said } from '../daemon/client.js';
-import { launchDaemon } from '../daemon/process.js';
 import { repo, sptCanary } from '../engine/guest.js';
-import { canaryConfig, makeNetns } from '../engine/harness.js';
+import { canaryConfig } from '../engine/harness.js';
+import { floodReader, sptDaemon } from './flood.js';
 
 const LINES = Number(process.env.FLOOD_LINES ?? 200_000);
-const reader = path.join(repo, 'test', 'console', 'reader.mjs');
 const children: ChildProcess[] = [];
 const cleanups: (() => Promise<void> | void)[] = [];
 
@@ -22,57 +20,21 @@ afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
 
-/** petreld as its own process (its RSS is then its own), spt runtime only. */
-async function daemon(): Promise<{ runDir: string; pid: number }> {
-  const dir = await mkdtemp(path.join(tmpdir(), 'petrel-fanout-'));
-  const netns = makeNetns();
-  cleanups.push(
-    () => rm(dir, { recursive: true, force: true }),
-    () => netns.destroy(),
-  );
-  const d = await launchDaemon(
-    ['--state-dir', `${dir}/state`, '--run-dir', `${dir}/run`, '--runtimes', 'spt', '--log-level', 'warn'],
-    { PETREL_TEST_NETNS: netns.name },
-  );
-  cleanups.push(() => d.stop());
-  return { runDir: `${dir}/run`, pid: d.pid };
-}
-
 async function rssOf(pid: number): Promise<number> {
   const status = await readFile(`/proc/${pid}/status`, 'utf8').catch(() => '');
   return Number(/^VmRSS:\s+(\d+) kB$/m.exec(status)?.[1] ?? 0) * 1024;
-}
-
-function subscriber(socket: string, silent: boolean) {
-  const child = spawn(
-    process.execPath,
-    [reader, socket, ':flood', String(LINES), ...(silent ? ['silent'] : [])],
-    {
-      stdio: ['ignore', 'pipe', 'inherit'],
-    },
-  );
-  children.push(child);
-  let out = '';
-  const subscribed = new Promise<void>((resolve) =>
-    child.stdout?.on('data', (chunk: Buffer) => {
-      out += chunk.toString();
-      if (out.includes('SUBSCRIBED')) resolve();
-    }),
-  );
-  const summary = new Promise<Record<string, unknown>>((resolve) =>
-    child.once('exit', () => resolve(JSON.parse(out.trim().split('\n').pop() ?? '{}'))),
-  );
-  return { subscribed, summary, wake: () => child.kill('SIGUSR2') };
 }
 
 describe('console fan-out', () => {
   it('delivers a 200,000-line flood to four readers while a silent fifth is closed', async () => {
     if (!existsSync(path.join(repo, 'dist', 'src', 'wire', 'message.js')))
       throw new Error('run npm run build first');
-    const d = await daemon();
+    const d = await sptDaemon('petrel-fanout-', cleanups);
     const consoleSock = path.join(d.runDir, 'util', 'console.sock');
     const engineSock = path.join(d.runDir, 'util', 'vmmd.sock');
-    const subs = [false, false, false, false, true].map((silent) => subscriber(consoleSock, silent));
+    const subs = [false, false, false, false, true].map((silent) =>
+      floodReader(consoleSock, ':flood', LINES, silent, children),
+    );
     await Promise.all(subs.map((s) => s.subscribed));
 
     const rssBefore = await rssOf(d.pid);
