@@ -6,10 +6,17 @@
 // rounds against a bare node:tls server process (the floor). Target (issue 15): ≤ 1.4 ms per
 // session, what Albatross's tls-endpoint + albatrossd spend. The rounds start after 3000
 // sessions (V8 compiles petreld's session path over the first ~2500); the first 100 sessions
-// after start are printed too. With ALBATROSS_CLIENT set (a command, e.g. the path of
-// albatross-client), the same rounds also run with that client, one process per session:
+// after start are printed too. Each round of the petrel client is followed by one of sessions
+// with a leaf shaped like albatross-client 2.7's (test/tls/albatross-client.ts: its layout, a
+// fresh key and TLS context per session), against petreld and the floor, and both are printed
+// side by side (issue 21: the albatross-shaped figure ≤ the petrel client's + 0.3 ms). With
+// ALBATROSS_CLIENT set (a command, e.g. the path of albatross-client), the same rounds also run
+// with that client, one process per session:
 //   $ALBATROSS_CLIENT info --destination=127.0.0.1:PORT --ca=alice.pem --ca-key=alice.key
 //                          --server-ca=cacert.pem
+//
+// Then embedded creates (issue 21): a stock client's create with the image in its leaf, 5 and
+// 15 MB, against petreld as its own process: latency and petreld's peak RSS rise.
 //
 // Then, in this process: the latency of one `petrel --remote` info (p50/p99) for 1 client and
 // for 50 concurrent clients of 20 sequential sessions each, and the daemon's RSS across many
@@ -37,7 +44,11 @@
 //
 // Run: npm run bench -- tls   (BENCH_TLS_SESSIONS sets the sequential count, default 10000;
 // BENCH_TLS_WORKERS the worker processes of the concurrent run, default 10; BENCH_TLS_ROUNDS
-// the rounds of 100 sessions per server of the process section, default 7)
+// the rounds of 100 sessions per server of the process section, default 7; BENCH_TLS_ONLY a
+// comma list of the sections to run: process, embedded, daemon (default all);
+// BENCH_TLS_EMBEDDED_RUNS the creates per size, default 3; BENCH_TLS_SPAWN_ROUNDS the rounds of
+// 50 one-process sessions, default 3; BENCH_TLS_PROFILE=DIR: the petreld process writes a CPU
+// profile there)
 
 import { type ChildProcess, fork, spawn, spawnSync } from 'node:child_process';
 import { constants, randomBytes } from 'node:crypto';
@@ -189,6 +200,9 @@ const DAEMON_WARM_UP = 500;
  * otherwise count as the cost of a session.
  */
 const PROCESS_WARM_UP = 3000;
+/** Rounds, and sessions per round, of albatross-shaped sessions from one process each. */
+const SPAWN_ROUNDS = Number(process.env.BENCH_TLS_SPAWN_ROUNDS ?? 3);
+const SPAWN_ROUND = 50;
 /** Sessions with albatross-shaped leaves before their rounds: the same path, warm already. */
 const ALBATROSS_WARM_UP = 300;
 
@@ -488,12 +502,15 @@ async function processSection(dir: string, files: Awaited<ReturnType<typeof pki>
   let petreld: Awaited<ReturnType<typeof launchDaemon>> | undefined;
   let floor: Awaited<ReturnType<typeof startFloorProcess>> | undefined;
   try {
+    // BENCH_TLS_PROFILE=DIR: petreld writes a CPU profile (node --cpu-prof) there when it stops.
+    const profile = process.env.BENCH_TLS_PROFILE;
     petreld = await launchDaemon(
       petreldFlags(path.join(dir, 'process'), files, ports.petreld),
       {},
       PETRELD,
       60_000,
       netns.name,
+      profile === undefined ? [] : ['--cpu-prof', `--cpu-prof-dir=${path.resolve(profile)}`],
     );
     floor = await startFloorProcess(netns.name, files, ports.floor);
     const at = (port: number) => ({
@@ -548,44 +565,64 @@ async function processSection(dir: string, files: Awaited<ReturnType<typeof pki>
         `target ≤ 0.30); bare node:tls floor ${ours.floor.toFixed(2)} / ${theirs.floor.toFixed(2)} ms  [load average ${loadAverage()}]`,
     );
 
+    /** Rounds of `sessions` sessions, each one process that `argv(port)` starts and waits for. */
+    const perProcess =
+      (argv: (port: number) => string[], sessions: number) => (port: number, pid: number) => {
+        const cpu = serverCpu(pid);
+        const times: number[] = [];
+        const errors: string[] = [];
+        for (let i = 0; i < sessions; i++) {
+          const started = performance.now();
+          const run = spawnSync('ip', ['netns', 'exec', netns.name, ...argv(port)], { encoding: 'utf8' });
+          times.push(performance.now() - started);
+          if (run.status !== 0) errors.push(`exit ${run.status}: ${(run.stderr ?? '').trim().slice(0, 200)}`);
+        }
+        return { times, errors, cpu: cpu() };
+      };
+    const spawnedRounds = (session: (port: number, pid: number) => Outcome, rounds: number) => {
+      const outcomes = { petreld: [] as Outcome[], floor: [] as Outcome[] };
+      for (let i = 0; i < rounds; i++) {
+        outcomes.petreld.push(session(ports.petreld, petreld?.pid as number));
+        outcomes.floor.push(session(ports.floor, floor?.pid as number));
+      }
+      return outcomes;
+    };
+    // The stock client runs one process per session, so between sessions the server waits and
+    // the machine runs a process start: the same albatross-shaped session from a node process of
+    // its own per session shows what that costs the server, apart from the certificate.
+    const oneShot = (port: number) => [
+      process.execPath,
+      script,
+      'oneshot',
+      files.ca,
+      files.cert,
+      files.key,
+      String(port),
+    ];
+    const spawned = spawnedRounds(perProcess(oneShot, SPAWN_ROUND), SPAWN_ROUNDS);
+    printRounds(
+      'petreld process',
+      `albatross-shaped leaf, one node process per session (${SPAWN_ROUND} per round)`,
+      spawned,
+      'none: what a process per session costs the server',
+    );
+
     const albatross = process.env.ALBATROSS_CLIENT;
     if (albatross === undefined || albatross === '') {
       console.log('ALBATROSS_CLIENT not set: the rounds with the Albatross client are skipped');
       return;
     }
     const [command, ...prefix] = albatross.split(' ').filter((w) => w !== '');
-    const viaAlbatross = (port: number, pid: number): Outcome => {
-      const cpu = serverCpu(pid);
-      const times: number[] = [];
-      const errors: string[] = [];
-      for (let i = 0; i < ROUND; i++) {
-        const started = performance.now();
-        const run = spawnSync(
-          'ip',
-          [
-            'netns',
-            'exec',
-            netns.name,
-            command as string,
-            ...prefix,
-            'info',
-            `--destination=127.0.0.1:${port}`,
-            `--ca=${files.cert}`,
-            `--ca-key=${files.key}`,
-            `--server-ca=${files.ca}`,
-          ],
-          { encoding: 'utf8' },
-        );
-        times.push(performance.now() - started);
-        if (run.status !== 0) errors.push(`exit ${run.status}: ${(run.stderr ?? '').trim().slice(0, 200)}`);
-      }
-      return { times, errors, cpu: cpu() };
-    };
-    const withAlbatross = { petreld: [] as Outcome[], floor: [] as Outcome[] };
-    for (let i = 0; i < ROUNDS; i++) {
-      withAlbatross.petreld.push(viaAlbatross(ports.petreld, petreld.pid));
-      withAlbatross.floor.push(viaAlbatross(ports.floor, floor.pid));
-    }
+    const stock = (port: number) => [
+      command as string,
+      ...prefix,
+      'info',
+      `--destination=127.0.0.1:${port}`,
+      `--ca=${files.cert}`,
+      `--ca-key=${files.key}`,
+      `--server-ca=${files.ca}`,
+    ];
+    const withAlbatross = spawnedRounds(perProcess(stock, ROUND), ROUNDS);
     printRounds('petreld process', `Albatross client (${albatross})`, withAlbatross, '≤ 1.4 ms');
   } finally {
     await floor?.stop();
@@ -801,6 +838,18 @@ if (entry && process.argv[2] === 'worker') {
       },
     );
   });
+} else if (entry && process.argv[2] === 'oneshot') {
+  // One albatross-shaped info, as one stock-client process runs it: exit 0 on a reply.
+  const [ca, cert, key, port] = process.argv.slice(3) as [string, string, string, string];
+  const session = await albatrossShapedSession({
+    server: { host: '127.0.0.1', port: Number(port), ca, cert, key },
+    kind: 'albatross',
+    clients: 1,
+    sessions: 1,
+  });
+  const error = await session();
+  if (error !== null) console.error(error);
+  process.exit(error === null ? 0 : 1);
 } else if (entry && process.argv[2] === 'floor') {
   const [server, serverKey, port] = process.argv.slice(3) as [string, string, string];
   const floor = await bareTlsServer({ server, serverKey }, Number(port));

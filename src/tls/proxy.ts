@@ -187,16 +187,13 @@ async function exchange(request: ProxyRequest, command: Command, daemon: Channel
   if (relays) daemon.raw();
   if (!(await daemon.write(commandFrame))) return final(failure("couldn't write unikernel to VMMD"));
   if (relays) return relayImage(request, daemon);
-  if (embedded !== null) {
-    const sent = await sendChunks(daemon, embedded.image);
-    if (sent !== null) return sent;
-  } else if (streamsImage(command)) {
-    // Petrel (c): the image is bounded by the frame limit, as if it came in one frame.
-    const copied = await copyChunks(request.client, daemon, request.maxFrameBytes);
-    if (copied !== null) return copied;
-  } else if (forwardsChunks(command)) {
-    const copied = await copyChunks(request.client, daemon, Number.POSITIVE_INFINITY);
-    if (copied !== null) return copied;
+  if (embedded !== null) return answeredAfter(daemon, () => sendChunks(daemon, embedded.image));
+  // Petrel (c): a streamed image is bounded by the frame limit, as if it came in one frame.
+  if (streamsImage(command)) {
+    return answeredAfter(daemon, () => copyChunks(request.client, daemon, request.maxFrameBytes));
+  }
+  if (forwardsChunks(command)) {
+    return answeredAfter(daemon, () => copyChunks(request.client, daemon, Number.POSITIVE_INFINITY));
   }
   return collect(request, command, daemon);
 }
@@ -217,7 +214,7 @@ export function embeddedImage(command: Command): { command: Command; image: Uint
 /** Bytes of the leaf's image per raw chunk sent on. */
 const EMBEDDED_CHUNK = 256 * 1024;
 
-/** The image of an embedded create to the daemon as raw chunks and their end (copyChunks' null). */
+/** The image of an embedded create to the daemon as raw chunks and their end (null: all sent). */
 async function sendChunks(daemon: Channel, image: Uint8Array): Promise<Exchange | null> {
   for (let at = 0; at < image.length; at += EMBEDDED_CHUNK) {
     const piece = image.subarray(at, at + EMBEDDED_CHUNK);
@@ -226,6 +223,22 @@ async function sendChunks(daemon: Channel, image: Uint8Array): Promise<Exchange 
     }
   }
   return (await daemon.write(END_OF_STREAM)) ? null : final(failure("couldn't write unikernel to VMMD"));
+}
+
+/**
+ * Petreld's one answer to a command whose chunks `send` passes on (null once it sent them all).
+ * petreld may answer before it has taken every chunk (an image that does not inflate, a device
+ * that cannot be set) and then reads no more: its answer is the reply at once, where waiting
+ * for the writes to drain would hang the session for good.
+ */
+async function answeredAfter(daemon: Channel, send: () => Promise<Exchange | null>): Promise<Exchange> {
+  const answer = daemon.next();
+  const sent = await Promise.race([send(), answer.then(() => null)]);
+  if (sent !== null) return sent;
+  const reply = await answer;
+  if (reply.kind !== 'frame') return final(failure('error reading from fd'));
+  const decoded = decodeWire(reply.payload);
+  return decoded.ok ? final(decoded.value.payload) : final(failure('error reading from fd'));
 }
 
 /**

@@ -29,8 +29,10 @@ export function launchDaemon(
   script: string = LAUNCHER,
   readyMs = 30_000,
   netns?: string,
+  /** Flags for node itself (e.g. `--cpu-prof`, which NODE_OPTIONS refuses). */
+  nodeFlags: readonly string[] = [],
 ): Promise<DaemonProcess> {
-  const argv = [process.execPath, script, ...flags];
+  const argv = [process.execPath, ...nodeFlags, script, ...flags];
   const [command, ...args] = netns === undefined ? argv : ['ip', 'netns', 'exec', netns, ...argv];
   const child = spawn(command as string, args, {
     env: { ...process.env, ...env },

@@ -576,6 +576,34 @@ describe('refused connections reach nothing and are logged', () => {
 });
 
 describe('certificates carrying an image (stock Albatross create)', () => {
+  it('no session ticket is sent: each connection presents its chain afresh', async () => {
+    const running = await start();
+    const client = await leaf(root, 'web', INFO);
+    let tickets = 0;
+    let reply = false;
+    await new Promise<void>((resolve) => {
+      void exportPrivateKey(client.key).then((key) => {
+        const socket = connect({
+          host: '127.0.0.1',
+          port: running.port,
+          ca: root.chain[0]?.toString('pem'),
+          cert: client.chain.map((c) => c.toString('pem')).join('\n'),
+          key,
+          checkServerIdentity: () => undefined,
+          minVersion: 'TLSv1.3',
+        });
+        socket.on('session', () => tickets++);
+        socket.on('data', () => {
+          reply = true;
+        });
+        socket.on('error', () => {});
+        socket.on('close', () => resolve());
+      });
+    });
+    expect(reply).toBe(true);
+    expect(tickets).toBe(0);
+  });
+
   it('a 90 KB leaf is served (no session ticket echoes it back)', async () => {
     const running = await start();
     const result = await talk(running.port, await leaf(root, 'web', createCommand(new Uint8Array(90_000))));

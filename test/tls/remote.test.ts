@@ -16,10 +16,11 @@ import { type Issuer, issue, validityFor } from '../../src/tls/pki.js';
 import { x509 } from '../../src/tls/x509.js';
 import type { Answer, Transport } from '../../src/wire/exchange.js';
 import { FrameReader } from '../../src/wire/index.js';
-import type { Command } from '../../src/wire/types.js';
+import type { Command, UnikernelConfig } from '../../src/wire/types.js';
 import { request } from '../daemon/client.js';
 import { canaryImage } from '../engine/guest.js';
 import { canaryConfig, storedState } from '../engine/harness.js';
+import { albatrossLeaf, albatrossSession } from './albatross-client.js';
 import { DESTROY, delegate, INFO, name, policy } from './helpers.js';
 import { type Petreld, startPetreld } from './petreld.js';
 
@@ -118,6 +119,37 @@ describe('alice and bob, delegated by certificate, against one real petreld', ()
     const image = Buffer.concat([canary, Buffer.alloc(1024 * 1024)]);
     expect(said(await alice.request(name('big'), await create('big', { image })))).toBe('created unikernel');
     expect(said(await alice.request(name('big'), DESTROY))).toBe('destroyed unikernel');
+  });
+
+  it("a create petreld refuses before taking all its image gets petreld's reason at once, embedded or streamed", async () => {
+    // petreld stops reading an image that does not inflate: the endpoint must not wait for the
+    // rest of it to drain (a session that hung for good), but answer with petreld's reason.
+    const alice = await readFile(path.join(petreld.ca, 'alice.pem'), 'utf8');
+    const key = await importPrivateKey(await readFile(path.join(petreld.ca, 'alice.key')));
+    if (!key.ok) throw new Error(key.error.message);
+    const ca = { der: decodeDer(alice)[0] as Uint8Array, key: key.value };
+    const serverCa = await readFile(path.join(petreld.ca, 'cacert.pem'), 'utf8');
+    const port = petreld.port ?? 0;
+    const ask = async (command: Command) => {
+      const session = await albatrossSession(port, serverCa, ca, await albatrossLeaf(ca, 'bad', command));
+      return session.frames.map((f) =>
+        f.payload.kind === 'failure' ? `Failure: ${f.payload.message}` : f.payload.kind,
+      );
+    };
+    // 2 MB that do not inflate, marked deflated; then a plain image above alice's memory.
+    const config = (change: Partial<UnikernelConfig>) => canaryConfig(canaryImage, ['wait', 'bad'], change);
+    const createOf = async (change: Partial<UnikernelConfig>): Promise<Command> => ({
+      type: 'unikernel-create',
+      force: false,
+      release: '2.7',
+      config: await config(change),
+    });
+    const garbage = await createOf({ image: new Uint8Array(2_000_000).fill(0xff), compressed: true });
+    expect(await ask(garbage)).toEqual([expect.stringMatching(/^Failure: /)]);
+    expect(said(await petreld.remote('alice').request(name('bad'), garbage))).toMatch(/^Failure: /);
+    const tooMuch = await createOf({ image: new Uint8Array(2_000_000), memory: 128 });
+    expect(await ask(tooMuch)).toEqual([expect.stringMatching(/^Failure: .*memory/)]);
+    expect(await listed(petreld.remote('alice'))).not.toContain('alice:bad');
   });
 
   it('load: 50 concurrent clients × 20 sequential sessions of info, all answered, no error', async () => {
