@@ -8,9 +8,10 @@ import type { DaemonProcess } from './daemon/process.js';
  * What a test may see a transfer cost: at most this share of its size. Whatever holds the
  * transfer whole costs at least all of it, so a test at this share still fails on that; what is
  * streamed costs a window of a few MiB, and the rest of the share is the margin a busy machine
- * keeps (collections that come late while the CPU is taken by others).
+ * keeps (collections that come late while the CPU is taken by others). Measured on a shared
+ * 2-core machine, 50 MB images: 6-24 MB peaks, the highest a get through the TLS endpoint.
  */
-export const TRANSFER_SHARE = 0.6;
+export const TRANSFER_SHARE = 0.75;
 
 /** The most memory a transfer of `bytes` may cost under the rule above. */
 export function transferAllowance(bytes: number): number {
