@@ -216,8 +216,8 @@ export class StateBook {
   needsWrite(state: PetrelState): boolean {
     if (this.#mustCompact || this.#journalBytes > Math.max(this.#compactBytes, this.#snapshotBytes))
       return true;
-    const a = encodeSnapshot(state);
-    const b = encodeSnapshot(this.snapshot());
+    const a = encodeSnapshot(canonical(state));
+    const b = encodeSnapshot(canonical(this.snapshot()));
     return !a.ok || !b.ok || Buffer.compare(a.value, b.value) !== 0;
   }
 
@@ -256,4 +256,18 @@ export function noSpace(error: PetrelError): boolean {
   if (error.code === 'E_HOST_NOSPACE') return true;
   const errno = error.details?.errno;
   return errno === 'ENOSPC' || errno === 'EDQUOT';
+}
+
+/** The state with its unikernels and policies in name order: equal states encode alike. */
+function canonical(state: PetrelState): PetrelState {
+  const byKey =
+    <T>(key: (t: T) => string) =>
+    (x: T, y: T) =>
+      key(x) < key(y) ? -1 : key(x) > key(y) ? 1 : 0;
+  return {
+    ...state,
+    unikernels: [...state.unikernels].sort(byKey((u: UnikernelRecord) => printName(u.name))),
+    policies: [...state.policies].sort(byKey((p: StatePolicy) => printName(pathName(p.path)))),
+    imported: [...state.imported].sort(),
+  };
 }

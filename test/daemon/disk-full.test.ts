@@ -9,7 +9,7 @@
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
-import { mkdir, mkdtemp, open, readdir, readFile, rm, statfs } from 'node:fs/promises';
+import { mkdir, mkdtemp, open, readdir, readFile, rm, stat, statfs } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -195,6 +195,14 @@ describe('a full state directory', () => {
       expect(Number((await statfs(state)).bavail)).toBe(0);
       const pids = await tenders(`${dir}/run`);
       expect(Object.keys(pids).sort()).toEqual([...created].sort());
+      const stateFiles = async () =>
+        Promise.all(
+          ['petrel.state', 'petrel.journal'].map(async (f) => {
+            const st = await stat(`${state}/${f}`).catch(() => null);
+            return st === null ? null : { f, size: st.size, mtime: st.mtimeMs };
+          }),
+        );
+      const filesBefore = await stateFiles();
       daemon.child.kill('SIGKILL');
       await daemon.exited;
 
@@ -203,6 +211,8 @@ describe('a full state directory', () => {
       daemon = await start(dir, { PETREL_TEST_WRITE_FAULT: 'append:write@petrel.journal=ENOSPC#1' });
       expect(await infoNames(socket)).toEqual([...created].sort());
       expect(await tenders(`${dir}/run`)).toEqual(pids);
+      // A start that adopts every guest leaves the state files as they were.
+      expect(await stateFiles()).toEqual(filesBefore);
 
       // Two destroys commit on the full disk (the reserve), and free their images.
       for (const vm of created.slice(0, 2)) {
