@@ -70,7 +70,12 @@ export async function replaceBlockData(
     await fsyncDir(path.dirname(file.value));
     return ok(undefined);
   } catch (cause) {
-    return err('E_BLOCK_WRITE', 'error writing to file descriptor', { cause: String(cause) });
+    // Albatross' text, with the errno when the disk or quota is full (issue 23): the user's fix.
+    const code = (cause as NodeJS.ErrnoException).code;
+    const full = code === 'ENOSPC' || code === 'EDQUOT';
+    return err('E_BLOCK_WRITE', `error writing to file descriptor${full ? ` (${code})` : ''}`, {
+      cause: String(cause),
+    });
   } finally {
     await handle.close().catch(() => undefined);
     await unlinkIfPresent(temp).catch(() => undefined);

@@ -86,6 +86,8 @@ type Scenario = {
   reply: RegExp;
   /** Unikernels committed once it is over (those created before the fault stay). */
   after: readonly string[];
+  /** Block device files there once it is over. */
+  blocks?: readonly string[];
   flags?: readonly string[];
 };
 
@@ -146,6 +148,25 @@ const scenarios: Scenario[] = [
   { what: 'a block file, its creation', fault: 'block-create', act: blockAdd, reply: refused, after: [] },
   { what: 'a block file, its extension', fault: 'block-extend', act: blockAdd, reply: refused, after: [] },
   {
+    what: "a block device's new content",
+    fault: 'block-data',
+    act: async (s) => {
+      expect(await blockAdd(s)).toBe('added block device');
+      const data = Buffer.alloc(64 * 1024, 7);
+      const reply = said(
+        (await request(s, ':disk', { type: 'block-set-old', compressed: false, data } as Command))[0],
+      );
+      // The device keeps its old content (zeros), whole.
+      const device = await readFile(path.join(path.dirname(s), '..', '..', 'state', 'block', ':disk'));
+      expect(device.length).toBe(1024 * 1024);
+      expect(device.every((b) => b === 0)).toBe(true);
+      return reply;
+    },
+    reply: /error writing to file descriptor \(ENOSPC\)$/u,
+    after: [],
+    blocks: [':disk'],
+  },
+  {
     what: "a tender's PID record in the run directory",
     fault: 'run-file@tenders/:vm',
     act: createOne,
@@ -174,7 +195,7 @@ describe('ENOSPC and EDQUOT at every write site', () => {
       expect(before.links).toEqual(before.stored);
       expect(before.fifos).toEqual(before.stored);
       expect(before.store).toEqual(before.referenced);
-      expect(before.blocks).toEqual([]);
+      expect(before.blocks).toEqual(scenario.blocks ?? []);
       first.child.kill('SIGKILL');
       await first.exited;
 
@@ -186,7 +207,7 @@ describe('ENOSPC and EDQUOT at every write site', () => {
       expect(seen.fifos).toEqual(seen.stored);
       expect(seen.records).toEqual(seen.stored);
       expect(seen.store).toEqual(seen.referenced);
-      expect(seen.blocks).toEqual([]);
+      expect(seen.blocks).toEqual(scenario.blocks ?? []);
       expect(await create(socket, 'next', 'next')).toBe('created unikernel');
     } finally {
       await second?.stop();
