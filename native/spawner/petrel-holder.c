@@ -92,11 +92,12 @@
  * Kernel memory per console while it is full, so not more; a paused console still stops its
  * tender once this and the ring are full. Best effort: the per-user pipe limits may refuse it. */
 #define PIPE_BYTES (256 * 1024)
-/* A read of at least REST_BYTES means a busy console: it is not read again for REST_MS, so a
- * guest printing flat out is read in large batches (a wake-up, a read and a frame for many
- * lines) while one printing now and then is read at once. */
-#define REST_BYTES 1024
-#define REST_MS 2
+/* A read that emptied the FIFO is followed by a rest of REST_MS in which the console is not
+ * polled: a guest printing a line at a time is read in batches (one wake-up, read and frame
+ * for the lines of a rest, and the tender's writes meanwhile wake nobody), while one printing
+ * now and then is read at once. A read that filled the room it had is not: more is waiting.
+ * The price: a line is read (and timestamped) at most REST_MS after it was written. */
+#define REST_MS 5
 static long idle_exit_ms = 5000;
 #define WATCHDOG_MS 1000
 
@@ -207,7 +208,7 @@ struct child {
      * frames for the owner; `draining` into the reaped children whose console is still open. */
     int polled;
     struct link due, draining;
-    /* Resting after a large read (REST_BYTES) until rest_until: not reading() meanwhile. */
+    /* Resting after a read until rest_until: not reading() meanwhile. */
     int resting;
     int64_t rest_until;
     struct link rest;
@@ -227,7 +228,7 @@ static struct link owner_due = { &owner_due, &owner_due };
 /* Reaped children whose console is still open, in the order of their drain deadlines (which
  * are their reap times plus the same DRAIN_MS: appending keeps the list sorted). */
 static struct link draining = { &draining, &draining };
-/* Consoles resting after a large read, in the order their rests end (all last REST_MS). */
+/* Consoles resting after a read, in the order their rests end (all last REST_MS). */
 static struct link resting = { &resting, &resting };
 
 static size_t bucket_of(pid_t pid)
@@ -537,7 +538,7 @@ static void read_console(struct child *c)
     if (n > 0) {
         c->end += (uint64_t)n;
         mark_due(c);
-        if (n >= REST_BYTES) {
+        if ((size_t)n < room) {
             c->resting = 1;
             c->rest_until = mono_ms() + REST_MS;
             list_append(&resting, &c->rest);
