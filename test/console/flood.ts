@@ -4,7 +4,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { launchDaemon } from '../daemon/process.js';
+import { type DaemonProcess, launchDaemon } from '../daemon/process.js';
 import { repo } from '../engine/guest.js';
 import { makeNetns } from '../engine/harness.js';
 
@@ -14,7 +14,7 @@ const reader = path.join(repo, 'test', 'console', 'reader.mjs');
 export async function sptDaemon(
   prefix: string,
   cleanups: (() => Promise<void> | void)[],
-): Promise<{ runDir: string; pid: number }> {
+): Promise<{ runDir: string; pid: number; process: DaemonProcess }> {
   const dir = await mkdtemp(path.join(tmpdir(), prefix));
   const netns = makeNetns();
   cleanups.push(
@@ -26,7 +26,7 @@ export async function sptDaemon(
     { PETREL_TEST_NETNS: netns.name },
   );
   cleanups.push(() => d.stop());
-  return { runDir: `${dir}/run`, pid: d.pid };
+  return { runDir: `${dir}/run`, pid: d.pid, process: d };
 }
 
 /** test/console/reader.mjs on `vm`, expecting `lines` flood lines; killed by the caller. */

@@ -46,7 +46,9 @@ let next = 1;
 let disorder = 0;
 const marker = Buffer.from('petrel-canary flood ');
 let frames = 0;
+let bytes = 0;
 socket.on('data', (chunk) => {
+  bytes += chunk.length;
   const events = reader.push(chunk);
   for (const event of events.value) {
     if (event.kind !== 'frame') continue;
@@ -67,7 +69,7 @@ socket.on('data', (chunk) => {
     const number = Number(payload.subarray(at + marker.length).toString('latin1'));
     if (number !== next) disorder++;
     next = number + 1;
-    if (next > expected) done({ status, received: next - 1, disorder, closed: false });
+    if (next > expected) done({ status, received: next - 1, disorder, closed: false, bytes });
   }
 });
-socket.once('close', () => done({ status, received: next - 1, disorder, closed: true }));
+socket.once('close', () => done({ status, received: next - 1, disorder, closed: true, bytes }));
