@@ -47,8 +47,19 @@ export interface PetrelConfig {
   readonly tlsCert: string | null;
   readonly tlsKey: string | null;
   readonly maxFrameBytes: number;
-  readonly maxPendingHandshakes: number;
-  readonly handshakeTimeout: number;
+  /** Admission (petrel-differences.md (c)): sockets and bytes of unauthenticated peers. */
+  readonly maxPendingConnections: number;
+  readonly maxPendingPerAddress: number;
+  readonly maxPendingBytes: number;
+  readonly maxPendingBytesPerAddress: number;
+  readonly firstByteTimeout: number;
+  readonly clientHelloTimeout: number;
+  readonly minHandshakeRate: number;
+  readonly handshakeStallTimeout: number;
+  readonly maxConnectionsPerIdentity: number;
+  readonly frameStallTimeout: number;
+  readonly maxLocalConnections: number;
+  readonly localIdleTimeout: number;
   readonly maxSubscriberQueue: number;
   readonly maxSubscribers: number;
   readonly stopTimeout: number;
@@ -402,20 +413,100 @@ export const CONFIG_FIELDS: { readonly [K in ConfigKey]: ConfigField<PetrelConfi
     help: 'a frame announcing more bytes is refused before reading it; must exceed the largest image',
     parse: integer(1, INT32_MAX),
   }),
-  maxPendingHandshakes: field({
+  maxPendingConnections: field({
+    table: 'limits',
+    arg: 'N',
+    defaultValue: 512,
+    defaultText: '512',
+    help: 'connections not yet authenticated, on every network listener; beyond, the one making the least progress is closed',
+    parse: integer(1, INT32_MAX),
+  }),
+  maxPendingPerAddress: field({
     table: 'limits',
     arg: 'N',
     defaultValue: 64,
     defaultText: '64',
-    help: 'TLS connections still in handshake; more are closed at once',
+    help: 'the same from one address (an IPv6 /64)',
     parse: integer(1, INT32_MAX),
   }),
-  handshakeTimeout: field({
+  maxPendingBytes: field({
+    table: 'limits',
+    arg: 'BYTES',
+    defaultValue: 64 * 1024 * 1024,
+    defaultText: '67108864',
+    help: 'bytes read from unauthenticated connections beyond their first 64 KiB, reserved 16.25 MiB at a time',
+    parse: integer(1, INT32_MAX),
+  }),
+  maxPendingBytesPerAddress: field({
+    table: 'limits',
+    arg: 'BYTES',
+    defaultValue: 32 * 1024 * 1024,
+    defaultText: '33554432',
+    help: 'the same from one address (an IPv6 /64)',
+    parse: integer(1, INT32_MAX),
+  }),
+  firstByteTimeout: field({
+    table: 'limits',
+    arg: 'DURATION',
+    defaultValue: 5 * S,
+    defaultText: '5s',
+    help: "a connection's first byte must arrive within this",
+    parse: duration,
+  }),
+  clientHelloTimeout: field({
     table: 'limits',
     arg: 'DURATION',
     defaultValue: 10 * S,
     defaultText: '10s',
-    help: 'a TLS handshake must finish within this',
+    help: 'the TLS ClientHello must be complete within this of the accept',
+    parse: duration,
+  }),
+  minHandshakeRate: field({
+    table: 'limits',
+    arg: 'BYTES',
+    defaultValue: 4096,
+    defaultText: '4096',
+    help: 'bytes per second a TLS handshake must keep up after its ClientHello',
+    parse: integer(1, INT32_MAX),
+  }),
+  handshakeStallTimeout: field({
+    table: 'limits',
+    arg: 'DURATION',
+    defaultValue: 10 * S,
+    defaultText: '10s',
+    help: 'the longest silence of a TLS handshake after its ClientHello',
+    parse: duration,
+  }),
+  maxConnectionsPerIdentity: field({
+    table: 'limits',
+    arg: 'N',
+    defaultValue: 64,
+    defaultText: '64',
+    help: "TLS sessions open at once for one identity (its chain's path, e.g. alice:)",
+    parse: integer(1, INT32_MAX),
+  }),
+  frameStallTimeout: field({
+    table: 'limits',
+    arg: 'DURATION',
+    defaultValue: 30 * S,
+    defaultText: '30s',
+    help: 'a frame that has begun arriving may pause at most this long',
+    parse: duration,
+  }),
+  maxLocalConnections: field({
+    table: 'limits',
+    arg: 'N',
+    defaultValue: 8192,
+    defaultText: '8192',
+    help: 'connections on the local sockets at once; beyond, the longest idle one is closed',
+    parse: integer(1, INT32_MAX),
+  }),
+  localIdleTimeout: field({
+    table: 'limits',
+    arg: 'DURATION',
+    defaultValue: 60 * S,
+    defaultText: '60s',
+    help: 'a local connection that has not sent a complete request within this is closed',
     parse: duration,
   }),
   maxSubscriberQueue: field({
@@ -650,6 +741,13 @@ function isTable(v: unknown): v is Record<string, unknown> {
 
 const isKey = (name: string): name is ConfigKey => Object.hasOwn(CONFIG_FIELDS, name);
 
+/** Keys of earlier releases, and what replaced them. */
+const RETIRED: Readonly<Record<string, string>> = {
+  maxPendingHandshakes: 'replaced by maxPendingConnections and maxPendingPerAddress (docs/operations.md)',
+  handshakeTimeout:
+    'replaced by firstByteTimeout, clientHelloTimeout, minHandshakeRate and handshakeStallTimeout (docs/operations.md)',
+};
+
 /** Reads a parsed file into `draft`: unknown keys and keys in the wrong table are errors. */
 function readDocument(document: unknown, source: Source, draft: Draft, errors: string[]): void {
   if (!isTable(document)) {
@@ -662,6 +760,8 @@ function readDocument(document: unknown, source: Source, draft: Draft, errors: s
       if (table === null && (TABLES as readonly string[]).includes(name)) {
         if (isTable(raw)) visit(name as ConfigTable, raw);
         else errors.push(`${where}: expected a table`);
+      } else if (name in RETIRED) {
+        errors.push(`${where}: no longer a key: ${RETIRED[name]}`);
       } else if (!isKey(name)) {
         errors.push(`${where}: unknown key`);
       } else if (CONFIG_FIELDS[name].table !== table) {
@@ -716,7 +816,8 @@ export function buildConfig(input: BuildInput = {}): Result<PetrelConfig, Config
   }
   const fromFlags: Draft = {};
   for (const [key, raw] of Object.entries(input.flags ?? {})) {
-    if (!isKey(key)) errors.push(`--${key}: unknown flag`);
+    if (key in RETIRED) errors.push(`--${flagName(key as ConfigKey)}: no longer a flag: ${RETIRED[key]}`);
+    else if (!isKey(key)) errors.push(`--${key}: unknown flag`);
     else if (raw !== undefined)
       assign(fromFlags, key, raw, { flag: true, baseDir: cwd }, `--${flagName(key)}`, errors);
   }

@@ -19,6 +19,7 @@ import { MAX_VMS, makePolicy, type Policy } from '../resources/policy.js';
 import { type LazyStatsService, lazyStatsService } from '../stats/lazy.js';
 import { type CapabilityReport, type ProbeOptions, probeHost } from '../tender/probe.js';
 import type { TlsEndpoint, TlsEndpointOptions } from '../tls/endpoint.js';
+import type { AdmissionSettings } from '../tls/settings.js';
 import { type CanaryResult, runCanary } from './canary.js';
 import type { PetrelConfig, Runtime } from './config.js';
 import type { Metrics } from './metrics.js';
@@ -218,6 +219,9 @@ export function createDaemon(options: DaemonOptions): Daemon {
       log,
       maxFrameBytes: config.maxFrameBytes,
       maxSubscriberQueue: config.maxSubscriberQueue,
+      maxConnections: config.maxLocalConnections,
+      idleTimeoutMs: config.localIdleTimeout,
+      frameStallMs: config.frameStallTimeout,
       stats,
     });
 
@@ -242,8 +246,12 @@ export function createDaemon(options: DaemonOptions): Daemon {
     if (config.metricsListen !== null) {
       // Optional parts are loaded only when configured: they cost start-up time otherwise.
       const { createMetrics } = await import('./metrics.js');
-      metrics = createMetrics(engine, { stateDir: config.stateDir });
-      const address = await metrics.listen(config.metricsListen.host, config.metricsListen.port);
+      metrics = createMetrics(engine, { stateDir: config.stateDir }, log);
+      const address = await metrics.listen(
+        config.metricsListen.host,
+        config.metricsListen.port,
+        admissionSettings(config),
+      );
       metricsAddress = { address: address.address, port: address.port };
       log.info({ metrics: metricsAddress }, 'metrics endpoint listening');
     }
@@ -329,6 +337,20 @@ async function readImportFile(
   }
 }
 
+/** The admission keys of the configuration, for every network listener petreld opens. */
+export function admissionSettings(config: PetrelConfig): AdmissionSettings {
+  return {
+    maxPendingConnections: config.maxPendingConnections,
+    maxPendingPerAddress: config.maxPendingPerAddress,
+    maxPendingBytes: config.maxPendingBytes,
+    maxPendingBytesPerAddress: config.maxPendingBytesPerAddress,
+    firstByteTimeoutMs: config.firstByteTimeout,
+    clientHelloTimeoutMs: config.clientHelloTimeout,
+    minHandshakeRate: config.minHandshakeRate,
+    handshakeStallMs: config.handshakeStallTimeout,
+  };
+}
+
 /**
  * The endpoint petreld hosts reaches the engine, console and statistics through in-memory
  * connections to the handlers of their sockets (`openService`): the same frames and connection
@@ -359,8 +381,9 @@ async function openTls(
     host: config.tlsListen.host,
     port: config.tlsListen.port,
     maxFrameBytes: config.maxFrameBytes,
-    maxPendingHandshakes: config.maxPendingHandshakes,
-    handshakeTimeoutMs: config.handshakeTimeout,
+    admission: admissionSettings(config),
+    maxConnectionsPerIdentity: config.maxConnectionsPerIdentity,
+    frameStallTimeoutMs: config.frameStallTimeout,
     logger: log,
     openService,
   });

@@ -5,23 +5,37 @@
 import diagnostics from 'node:diagnostics_channel';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import pino, { type Logger } from 'pino';
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { Engine } from '../engine/engine.js';
 import { COMMAND_CHANNEL, type CommandEvent, RESTART_CHANNEL } from '../engine/events.js';
 import { fileSystemFree } from '../host/space.js';
+import { Gate, type GateCounts, openGates } from '../net/gate.js';
+import { admitHttp } from '../net/http.js';
 import { printPath } from '../resources/name.js';
 import * as T from '../resources/tree.js';
+import {
+  ADMISSION_DEFAULTS,
+  type AdmissionSettings,
+  admissionLimits,
+  SMALL_HANDSHAKE,
+} from '../tls/settings.js';
 
 export interface Metrics {
   /** Records a boot canary's latency. */
   canaryBooted(runtime: string, ms: number): void;
-  listen(host: string, port: number): Promise<AddressInfo>;
+  /** Listens behind the admission gate (`settings`: the configured admission keys). */
+  listen(host: string, port: number, settings?: AdmissionSettings): Promise<AddressInfo>;
   close(): Promise<void>;
   /** The exposition text (tests). */
   render(): Promise<string>;
 }
 
-export function createMetrics(engine: Engine, state: { readonly stateDir?: string } = {}): Metrics {
+export function createMetrics(
+  engine: Engine,
+  state: { readonly stateDir?: string } = {},
+  log: Logger = pino({ level: 'silent' }),
+): Metrics {
   const registry = new Registry();
   const { stateDir } = state;
   if (stateDir !== undefined) {
@@ -87,6 +101,46 @@ export function createMetrics(engine: Engine, state: { readonly stateDir?: strin
     registers: [registry],
   });
 
+  // Admission of every listener in this process (src/net/gate.ts), read at scrape time.
+  const pending = (name: string, help: string, value: (c: GateCounts) => number) =>
+    new Gauge({
+      name,
+      help,
+      labelNames: ['listener'],
+      registers: [registry],
+      collect() {
+        this.reset();
+        for (const gate of openGates) this.set({ listener: gate.counts().listener }, value(gate.counts()));
+      },
+    });
+  pending('petrel_admission_pending', 'Connections pending admission now, per listener', (c) => c.pending);
+  pending(
+    'petrel_admission_pending_bytes',
+    'Bytes read from connections pending admission',
+    (c) => c.pendingBytes,
+  );
+  const total = (name: string, help: string, pick: (c: GateCounts) => Readonly<Record<string, number>>) =>
+    new Counter({
+      name,
+      help,
+      labelNames: ['listener', 'reason'],
+      registers: [registry],
+      collect() {
+        this.reset();
+        for (const gate of openGates) {
+          const counts = gate.counts();
+          for (const [reason, n] of Object.entries(pick(counts)))
+            this.inc({ listener: counts.listener, reason }, n);
+        }
+      },
+    });
+  total('petrel_admission_refused_total', 'Connections refused, per listener and reason', (c) => c.refused);
+  total(
+    'petrel_admission_evicted_total',
+    'Pending connections closed, per listener and reason',
+    (c) => c.evicted,
+  );
+
   const onCommand = (message: unknown) => {
     const event = message as CommandEvent;
     latency.observe({ command: event.command, outcome: event.outcome }, event.ms / 1000);
@@ -96,10 +150,11 @@ export function createMetrics(engine: Engine, state: { readonly stateDir?: strin
   diagnostics.subscribe(RESTART_CHANNEL, onRestart);
 
   let server: Server | null = null;
+  let gate: Gate | null = null;
   return {
     canaryBooted: (runtime, ms) => canary.set({ runtime }, ms / 1000),
     render: () => registry.metrics(),
-    listen(host, port) {
+    listen(host, port, settings = ADMISSION_DEFAULTS) {
       server = createServer((req, res) => {
         if (req.method !== 'GET' || req.url !== '/metrics') {
           res.writeHead(404, { 'content-type': 'text/plain' }).end('only GET /metrics\n');
@@ -111,6 +166,8 @@ export function createMetrics(engine: Engine, state: { readonly stateDir?: strin
         );
       });
       const listening = server;
+      gate = new Gate('metrics', admissionLimits(settings, SMALL_HANDSHAKE), log);
+      admitHttp(listening, gate);
       return new Promise((resolve, reject) => {
         listening.once('error', reject);
         listening.listen(port, host, () => resolve(listening.address() as AddressInfo));
@@ -119,6 +176,8 @@ export function createMetrics(engine: Engine, state: { readonly stateDir?: strin
     async close() {
       diagnostics.unsubscribe(COMMAND_CHANNEL, onCommand);
       diagnostics.unsubscribe(RESTART_CHANNEL, onRestart);
+      gate?.close();
+      gate = null;
       const open = server;
       server = null;
       if (open === null) return;

@@ -19,6 +19,7 @@ import { DEFAULT_MAX_FRAME, type FrameEvent, FrameReader, frameHeader } from '..
 import { decodeWire, encodeWire, imageReplyHead } from '../wire/message.js';
 import type { Command, Header, Payload, Wire } from '../wire/types.js';
 import { SOCKET_NAMES } from './layout.js';
+import { LocalAdmission } from './local-admission.js';
 
 export { SOCKET_NAMES };
 
@@ -32,6 +33,12 @@ export interface SocketOptions {
   readonly maxFrameBytes?: number;
   /** Bounded queue of each console subscriber, in messages ((i)). */
   readonly maxSubscriberQueue?: number;
+  /** Connections at once (default 8192); beyond, the longest idle gives way. */
+  readonly maxConnections?: number;
+  /** A connection without a complete request for this long is closed (default 60 s). */
+  readonly idleTimeoutMs?: number;
+  /** The longest pause inside a frame (default 30 s). */
+  readonly frameStallMs?: number;
 }
 
 export type LocalService = keyof typeof SOCKET_NAMES;
@@ -99,10 +106,26 @@ class FrameSource {
   readonly #ready: (FrameEvent | { kind: 'error'; error: { message: string } })[] = [];
   #wake: (() => void) | null = null;
   #ended = false;
+  #stall: NodeJS.Timeout | null = null;
 
-  constructor(socket: Duplex, maxFrame: number) {
+  /** `stallMs`: a frame begun must not pause longer (a pause we make by not reading is ours). */
+  constructor(socket: Duplex, maxFrame: number, stallMs: number) {
     this.#socket = socket;
     this.#reader = new FrameReader({ maxFrame });
+    const stalled = () => {
+      this.#stall = null;
+      if (this.#ended) return;
+      if (this.#ready.length > 0) {
+        this.#stall = setTimeout(stalled, stallMs).unref();
+        return;
+      }
+      this.#ready.push({
+        kind: 'error',
+        error: { message: `a frame began and then paused for ${stallMs} ms` },
+      });
+      this.#ended = true;
+      this.#notify();
+    };
     socket.on('data', (chunk: Buffer) => {
       if (this.#ended) return;
       const events = this.#reader.push(chunk);
@@ -111,10 +134,14 @@ class FrameSource {
         this.#ready.push({ kind: 'error', error: events.error });
         this.#ended = true;
       }
+      if (this.#stall !== null) clearTimeout(this.#stall);
+      this.#stall = this.#reader.pending > 0 && !this.#ended ? setTimeout(stalled, stallMs).unref() : null;
       if (this.#ready.length > 0) socket.pause();
       this.#notify();
     });
     const end = () => {
+      if (this.#stall !== null) clearTimeout(this.#stall);
+      this.#stall = null;
       this.#ended = true;
       this.#notify();
     };
@@ -168,6 +195,12 @@ export async function listenLocalSockets(options: SocketOptions): Promise<LocalS
   const dir = path.join(options.runDir, 'util');
   await mkdir(dir, { recursive: true, mode: 0o755 });
   const maxFrame = options.maxFrameBytes ?? DEFAULT_MAX_FRAME;
+  const stallMs = options.frameStallMs ?? 30_000;
+  const admission = new LocalAdmission({
+    maxConnections: options.maxConnections ?? 8192,
+    idleTimeoutMs: options.idleTimeoutMs ?? 60_000,
+    log: options.log,
+  });
   const paths = {
     engine: path.join(dir, SOCKET_NAMES.engine),
     console: path.join(dir, SOCKET_NAMES.console),
@@ -175,9 +208,13 @@ export async function listenLocalSockets(options: SocketOptions): Promise<LocalS
   };
   const { log } = options;
 
-  /** Reads the next command of a connection; null = closed or refused (already logged). */
-  async function nextCommand(source: FrameSource, which: string): Promise<Wire | null> {
+  /**
+   * Reads the next command of a connection; null = closed or refused (already logged). Once
+   * a complete request is in, the connection is no longer idle.
+   */
+  async function nextCommand(source: FrameSource, which: string, socket: Duplex): Promise<Wire | null> {
     const event = await source.next();
+    if (event !== null && event.kind === 'frame') admission.busy(socket);
     if (event === null || event.kind === 'end') return null;
     if (event.kind === 'error') {
       log.warn({ socket: which, reason: event.error.message }, 'frame refused; connection closed');
@@ -242,10 +279,10 @@ export async function listenLocalSockets(options: SocketOptions): Promise<LocalS
   };
 
   const serveEngine = async (socket: Duplex) => {
-    const source = new FrameSource(socket, maxFrame);
+    const source = new FrameSource(socket, maxFrame, stallMs);
     // The decoded command lives only inside this function, not across the engine's answer.
     const nextJob = async () => {
-      const wire = await nextCommand(source, SOCKET_NAMES.engine);
+      const wire = await nextCommand(source, SOCKET_NAMES.engine, socket);
       if (wire === null || wire.payload.kind !== 'command') return null;
       return submit(wire as Wire & { payload: { kind: 'command' } }, source);
     };
@@ -276,14 +313,16 @@ export async function listenLocalSockets(options: SocketOptions): Promise<LocalS
       }
       send(socket, answer(header, responsePayload(response)));
       if (!(policyAdd && response.kind === 'reply')) break;
+      // After a policy add the connection waits for its command: idle again.
+      admission.idle(socket);
     }
     source.discard();
     socket.end();
   };
 
   const serveConsole = async (socket: Duplex) => {
-    const source = new FrameSource(socket, maxFrame);
-    const wire = await nextCommand(source, SOCKET_NAMES.console);
+    const source = new FrameSource(socket, maxFrame, stallMs);
+    const wire = await nextCommand(source, SOCKET_NAMES.console, socket);
     if (wire === null || wire.payload.kind !== 'command') return void socket.end();
     const { header } = wire;
     const { command } = wire.payload;
@@ -333,9 +372,9 @@ export async function listenLocalSockets(options: SocketOptions): Promise<LocalS
   };
 
   const serveStats = async (socket: Duplex) => {
-    const source = new FrameSource(socket, maxFrame);
+    const source = new FrameSource(socket, maxFrame, stallMs);
     for (;;) {
-      const wire = await nextCommand(source, SOCKET_NAMES.stats);
+      const wire = await nextCommand(source, SOCKET_NAMES.stats, socket);
       if (wire === null || wire.payload.kind !== 'command') break;
       const { header } = wire;
       const { command } = wire.payload;
@@ -358,16 +397,14 @@ export async function listenLocalSockets(options: SocketOptions): Promise<LocalS
   };
 
   const servers: Server[] = [];
-  // Subscribers keep their connections open; closing the daemon must not wait for them.
-  const open = new Set<Duplex>();
   const handlers: Record<LocalService, (socket: Duplex) => Promise<void>> = {
     engine: serveEngine,
     console: serveConsole,
     stats: serveStats,
   };
   const accept = (service: LocalService, socket: Duplex): void => {
-    open.add(socket);
-    socket.once('close', () => open.delete(socket));
+    socket.on('error', () => {});
+    if (!admission.admit(socket)) return;
     socket.on('error', (e) =>
       log.debug({ socket: SOCKET_NAMES[service], reason: e.message }, 'client socket error'),
     );
@@ -392,8 +429,10 @@ export async function listenLocalSockets(options: SocketOptions): Promise<LocalS
     paths,
     attach: accept,
     async close() {
+      admission.close();
       const closed = servers.map((s) => new Promise<void>((resolve) => s.close(() => resolve())));
-      for (const socket of open) socket.destroy();
+      // Subscribers keep their connections open; closing the daemon must not wait for them.
+      for (const socket of [...admission.open]) socket.destroy();
       await Promise.all(closed);
       await Promise.all(Object.values(paths).map((p) => rm(p, { force: true })));
     },

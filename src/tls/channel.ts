@@ -48,25 +48,36 @@ export class SocketChannel implements Channel {
   #waiter: ((event: Incoming) => void) | null = null;
   #finished = false;
   #raw = false;
+  readonly #stallMs: number | undefined;
+  #stall: NodeJS.Timeout | null = null;
+  readonly #onRefused: ((error: TlsError) => void) | undefined;
   readonly closed: Promise<void>;
 
   /**
-   * `onRefused` hears of an oversized frame once (for the log), before `next()` reports it;
-   * `meter` of every byte read and written (a client's progress display).
+   * `onRefused` hears of an oversized or stalled frame once (for the log), before `next()`
+   * reports it; `meter` of every byte read and written (a client's progress display);
+   * `stallMs`: a frame begun must not pause longer (none when absent). Waiting between frames
+   * is not stalling: a subscriber sends nothing for days.
    */
   constructor(
     socket: Duplex,
     maxFrameBytes: number,
     onRefused?: (error: TlsError) => void,
     meter?: TransferMeter,
+    stallMs?: number,
   ) {
     this.#socket = socket;
     this.#meter = meter;
+    this.#stallMs = stallMs;
+    this.#onRefused = onRefused;
     this.#reader = new FrameReader({ maxFrame: maxFrameBytes });
     this.closed = new Promise((resolve) => socket.once('close', () => resolve()));
     socket.on('data', (chunk: Buffer) => this.#data(chunk, onRefused));
     socket.once('end', () => this.#finish());
-    socket.once('close', () => this.#finish());
+    socket.once('close', () => {
+      this.#clearStall();
+      this.#finish();
+    });
     // Errors end the stream like a close; whoever owns the socket logs them.
     socket.on('error', () => this.#finish());
   }
@@ -75,6 +86,7 @@ export class SocketChannel implements Channel {
     if (this.#finished) return;
     this.#meter?.received(chunk.length);
     if (this.#raw) {
+      this.#clearStall();
       this.#push({ kind: 'frame', payload: chunk });
       if (this.#queue.length >= HIGH_WATER) this.#socket.pause();
       return;
@@ -91,7 +103,37 @@ export class SocketChannel implements Channel {
     for (const event of events.value) {
       this.#push(event.kind === 'frame' ? { kind: 'frame', payload: event.payload } : { kind: 'end' });
     }
+    this.#clearStall();
+    if (this.#reader.pending > 0 && this.#stallMs !== undefined) {
+      const ms = this.#stallMs;
+      this.#stall = setTimeout(() => this.#stalled(ms), ms);
+      this.#stall.unref();
+    }
     if (this.#queue.length >= HIGH_WATER) this.#socket.pause();
+  }
+
+  #clearStall(): void {
+    if (this.#stall !== null) clearTimeout(this.#stall);
+    this.#stall = null;
+  }
+
+  /** A frame began and then nothing came for `ms`: refused like an oversized one. */
+  #stalled(ms: number): void {
+    this.#stall = null;
+    if (this.#finished) return;
+    if (this.#queue.length > 0) {
+      // Frames are waiting for our consumer, so we stopped reading: the pause is ours.
+      this.#stall = setTimeout(() => this.#stalled(ms), ms);
+      this.#stall.unref();
+      return;
+    }
+    const error = tlsError('E_TLS_FRAME_STALLED', `a frame began and then paused for ${ms} ms`, {
+      pending: this.#reader.pending,
+    });
+    this.#onRefused?.(error);
+    this.#socket.destroy();
+    this.#push({ kind: 'refused', error });
+    this.#finished = true;
   }
 
   #finish(): void {

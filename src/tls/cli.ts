@@ -7,11 +7,17 @@ import type { Logger } from 'pino';
 import { err, ok, type PetrelError, type Result } from '../resources/errors.js';
 import type { TlsEndpointOptions } from './endpoint.js';
 import { describeError } from './errors.js';
-import { socketPaths, TLS_DEFAULTS } from './settings.js';
+import {
+  ADMISSION_DEFAULTS as A,
+  type AdmissionSettings,
+  SESSION_DEFAULTS,
+  socketPaths,
+  TLS_DEFAULTS,
+} from './settings.js';
 
 export const TLS_ENDPOINT_USAGE = `usage: petreld tls-endpoint [--run-dir DIR] --ca FILE --cert FILE --key FILE
                             [--ip ADDR] [--port N] [--max-frame-bytes N]
-                            [--max-pending-handshakes N] [--handshake-timeout SECONDS]
+                            [admission options]
        petreld tls-endpoint [options] CA CERT KEY
 
 Serves remote clients over mutual TLS 1.3 and carries each request, as frames, to petreld's
@@ -24,8 +30,20 @@ and its key material, so it can run as its own unprivileged user.
   --ip ADDR                     address to listen on (default :: , dual stack)
   --port N                      TCP port (default 1025)
   --max-frame-bytes N           largest frame or streamed image (default 67108864)
-  --max-pending-handshakes N    connections in the handshake at once (default 64)
-  --handshake-timeout SECONDS   (default 10)
+
+Admission of unauthenticated peers (docs/operations.md, the keys of the same names):
+  --max-pending-connections N          (default 512)
+  --max-pending-per-address N          (default 64)
+  --max-pending-bytes BYTES            (default 67108864)
+  --max-pending-bytes-per-address BYTES (default 33554432)
+  --first-byte-timeout SECONDS         (default 5)
+  --client-hello-timeout SECONDS       (default 10)
+  --min-handshake-rate BYTES           per second (default 4096)
+  --handshake-stall-timeout SECONDS    (default 10)
+  --max-connections-per-identity N     (default 64)
+  --frame-stall-timeout SECONDS        (default 30)
+
+Every minute it logs its admission counters (event admission.counters) when they changed.
 `;
 
 export interface TlsEndpointArgs {
@@ -36,8 +54,9 @@ export interface TlsEndpointArgs {
   readonly host: string;
   readonly port: number;
   readonly maxFrameBytes: number;
-  readonly maxPendingHandshakes: number;
-  readonly handshakeTimeoutMs: number;
+  readonly admission: AdmissionSettings;
+  readonly maxConnectionsPerIdentity: number;
+  readonly frameStallTimeoutMs: number;
 }
 
 type UsageError = PetrelError<'E_TLS_USAGE'>;
@@ -50,8 +69,16 @@ const OPTIONS = {
   ip: { type: 'string', default: TLS_DEFAULTS.host },
   port: { type: 'string' },
   'max-frame-bytes': { type: 'string' },
-  'max-pending-handshakes': { type: 'string' },
-  'handshake-timeout': { type: 'string' },
+  'max-pending-connections': { type: 'string' },
+  'max-pending-per-address': { type: 'string' },
+  'max-pending-bytes': { type: 'string' },
+  'max-pending-bytes-per-address': { type: 'string' },
+  'first-byte-timeout': { type: 'string' },
+  'client-hello-timeout': { type: 'string' },
+  'min-handshake-rate': { type: 'string' },
+  'handshake-stall-timeout': { type: 'string' },
+  'max-connections-per-identity': { type: 'string' },
+  'frame-stall-timeout': { type: 'string' },
 } as const;
 
 export function parseTlsEndpointArgs(args: readonly string[]): Result<TlsEndpointArgs, UsageError> {
@@ -73,8 +100,31 @@ export function parseTlsEndpointArgs(args: readonly string[]): Result<TlsEndpoin
   const limits = {
     port: [values.port, TLS_DEFAULTS.port, 0, 65535],
     'max-frame-bytes': [values['max-frame-bytes'], TLS_DEFAULTS.maxFrameBytes, 1, 2 ** 31 - 1],
-    'max-pending-handshakes': [values['max-pending-handshakes'], TLS_DEFAULTS.maxPendingHandshakes, 1, 1e6],
-    'handshake-timeout': [values['handshake-timeout'], TLS_DEFAULTS.handshakeTimeoutMs / 1000, 1, 3600],
+    'max-pending-connections': [values['max-pending-connections'], A.maxPendingConnections, 1, 1e6],
+    'max-pending-per-address': [values['max-pending-per-address'], A.maxPendingPerAddress, 1, 1e6],
+    'max-pending-bytes': [values['max-pending-bytes'], A.maxPendingBytes, 1, 2 ** 31 - 1],
+    'max-pending-bytes-per-address': [
+      values['max-pending-bytes-per-address'],
+      A.maxPendingBytesPerAddress,
+      1,
+      2 ** 31 - 1,
+    ],
+    'first-byte-timeout': [values['first-byte-timeout'], A.firstByteTimeoutMs / 1000, 1, 3600],
+    'client-hello-timeout': [values['client-hello-timeout'], A.clientHelloTimeoutMs / 1000, 1, 3600],
+    'min-handshake-rate': [values['min-handshake-rate'], A.minHandshakeRate, 1, 2 ** 31 - 1],
+    'handshake-stall-timeout': [values['handshake-stall-timeout'], A.handshakeStallMs / 1000, 1, 3600],
+    'max-connections-per-identity': [
+      values['max-connections-per-identity'],
+      SESSION_DEFAULTS.maxConnectionsPerIdentity,
+      1,
+      1e6,
+    ],
+    'frame-stall-timeout': [
+      values['frame-stall-timeout'],
+      SESSION_DEFAULTS.frameStallTimeoutMs / 1000,
+      1,
+      86400,
+    ],
   } as const;
   for (const [flag, [text, fallback, min, max]] of Object.entries(limits)) {
     const n = text === undefined ? fallback : Number(text);
@@ -83,6 +133,7 @@ export function parseTlsEndpointArgs(args: readonly string[]): Result<TlsEndpoin
     }
     numbers[flag] = n;
   }
+  const n = (flag: string): number => numbers[flag] as number;
   return ok({
     runDir: values['run-dir'],
     ca,
@@ -91,8 +142,18 @@ export function parseTlsEndpointArgs(args: readonly string[]): Result<TlsEndpoin
     host: values.ip,
     port: numbers.port as number,
     maxFrameBytes: numbers['max-frame-bytes'] as number,
-    maxPendingHandshakes: numbers['max-pending-handshakes'] as number,
-    handshakeTimeoutMs: (numbers['handshake-timeout'] as number) * 1000,
+    admission: {
+      maxPendingConnections: n('max-pending-connections'),
+      maxPendingPerAddress: n('max-pending-per-address'),
+      maxPendingBytes: n('max-pending-bytes'),
+      maxPendingBytesPerAddress: n('max-pending-bytes-per-address'),
+      firstByteTimeoutMs: n('first-byte-timeout') * 1000,
+      clientHelloTimeoutMs: n('client-hello-timeout') * 1000,
+      minHandshakeRate: n('min-handshake-rate'),
+      handshakeStallMs: n('handshake-stall-timeout') * 1000,
+    },
+    maxConnectionsPerIdentity: n('max-connections-per-identity'),
+    frameStallTimeoutMs: n('frame-stall-timeout') * 1000,
   });
 }
 
@@ -118,8 +179,11 @@ export async function loadTlsEndpointOptions(
     host: args.host,
     port: args.port,
     maxFrameBytes: args.maxFrameBytes,
-    maxPendingHandshakes: args.maxPendingHandshakes,
-    handshakeTimeoutMs: args.handshakeTimeoutMs,
+    admission: args.admission,
+    maxConnectionsPerIdentity: args.maxConnectionsPerIdentity,
+    frameStallTimeoutMs: args.frameStallTimeoutMs,
+    // Its own process has no /metrics: the admission counters go to the log instead.
+    logCountersEveryMs: 60_000,
     ...(logger === undefined ? {} : { logger }),
   });
 }

@@ -3,8 +3,11 @@
 // local sockets as frames. It reaches the engine only through those sockets, so it runs in
 // petreld or as its own unprivileged process.
 //
-// 1. A TCP connection is counted as pending until its handshake ends; beyond
-//    `maxPendingHandshakes` it is closed at once, and `handshakeTimeout` bounds each handshake.
+// 1. A TCP connection is pending from accept until its chain check returns, admitted by the
+//    gate (src/net/gate.ts, src/resources/admission.ts): budgets of sockets and bytes, in all
+//    and per address, deadlines by progress. Its first record (the ClientHello) is read here,
+//    before any TLS state exists, so an idle or stalled socket costs a descriptor and a buffer;
+//    then TLS runs over a stream that counts every byte read until the chain is checked.
 // 2. The TLS layer requests a certificate but does not judge it (`rejectUnauthorized: false`,
 //    an empty CA store, OpenSSL's own chain verification switched off: sslctx.ts): Node links
 //    the presented certificates by issuer NAME, so its verdict and its chain cannot decide who
@@ -15,24 +18,45 @@
 // 3. Identity and the static policy check come before any socket to petreld is opened: a
 //    refused client causes no frame at all. Refusals close TLS without a reply frame, logged.
 // 4. proxy.ts carries the request and its reply.
-// 5. One log line per session: `tls.session` (info) when it ends, or `tls.refused` (warn).
+// 5. One log line per session: `tls.session` (info) when it ends, or `tls.refused` (warn, at
+//    most ten a second: the others are counted in the next). Evictions and budget refusals
+//    are logged by the gate, one line a second at most.
+// 6. After the handshake: at most `maxConnectionsPerIdentity` sessions of one identity's path
+//    at once, and a frame once begun must not pause longer than `frameStallTimeout`.
 
 import { constants } from 'node:crypto';
 import { type AddressInfo, createConnection, createServer, type Server, type Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { createSecureContext, type SecureContext, TLSSocket } from 'node:tls';
 import pino, { type Logger } from 'pino';
+import { Gate, type GateCounts, type Ticket } from '../net/gate.js';
+import { MeteredStream } from '../net/metered.js';
 import { err, ok, type Result } from '../resources/errors.js';
-import { printName } from '../resources/name.js';
+import { printName, printPath } from '../resources/name.js';
 import { loadTrustAnchor, MAX_CHAIN, type TrustAnchor, verifyClientChain } from './chain.js';
 import { type Channel, SocketChannel } from './channel.js';
 import { describeError, type TlsError, tlsError } from './errors.js';
 import { authorize } from './identity.js';
-import { proxy, type Service } from './proxy.js';
-import { type SocketPaths, TLS_DEFAULTS } from './settings.js';
+import { finalFrame, proxy, type Service } from './proxy.js';
+import {
+  ADMISSION_DEFAULTS,
+  type AdmissionSettings,
+  admissionLimits,
+  LARGE_HANDSHAKE,
+  SESSION_DEFAULTS,
+  type SocketPaths,
+  TLS_DEFAULTS,
+} from './settings.js';
 import { prepareServerContext } from './sslctx.js';
 
-export { type SocketPaths, socketPaths, TLS_DEFAULTS } from './settings.js';
+export {
+  ADMISSION_DEFAULTS,
+  type AdmissionSettings,
+  SESSION_DEFAULTS,
+  type SocketPaths,
+  socketPaths,
+  TLS_DEFAULTS,
+} from './settings.js';
 
 export interface TlsEndpointOptions {
   /** The one trust anchor (PEM or DER); the file must hold exactly one certificate. */
@@ -47,10 +71,16 @@ export interface TlsEndpointOptions {
   readonly port?: number;
   /** Largest frame from either side, and largest streamed image. Default 64 MiB. */
   readonly maxFrameBytes?: number;
-  /** TCP connections still in the handshake at once. Default 64. */
-  readonly maxPendingHandshakes?: number;
-  /** Default 10 s. */
-  readonly handshakeTimeoutMs?: number;
+  /** Admission of connections not yet authenticated; defaults ADMISSION_DEFAULTS. */
+  readonly admission?: Partial<AdmissionSettings>;
+  /** Concurrent sessions of one identity's path. Default 64. */
+  readonly maxConnectionsPerIdentity?: number;
+  /** The longest pause inside a frame from the client. Default 30 s. */
+  readonly frameStallTimeoutMs?: number;
+  /** Log the admission counters this often when they changed (the separate process). */
+  readonly logCountersEveryMs?: number;
+  /** The largest handshake accepted (tests). Default LARGE_HANDSHAKE. */
+  readonly maxHandshakeBytes?: number;
   /** Default: pino to standard output. Keys and certificates are never logged. */
   readonly logger?: Logger;
   /** The clock certificates are validated against. Default: the system clock. */
@@ -69,6 +99,8 @@ export interface TlsEndpoint {
   listen(): Promise<AddressInfo>;
   /** Stops listening and closes every connection, pending or proxied. */
   close(): Promise<void>;
+  /** Admission counters (for /metrics and the separate endpoint's minute log). */
+  counts(): GateCounts;
 }
 
 export function createTlsEndpoint(options: TlsEndpointOptions): Result<TlsEndpoint, TlsError> {
@@ -97,6 +129,14 @@ export function createTlsEndpoint(options: TlsEndpointOptions): Result<TlsEndpoi
   return ok(new Endpoint(options, anchor.value, context));
 }
 
+/** `tls.refused` lines a second at most. */
+const REFUSALS_LOGGED = 10;
+
+/** TLS content type 22: every ClientHello arrives in one. */
+const HANDSHAKE_RECORD = 22;
+/** A record's header and the largest plaintext record (RFC 8446 §5.1) with room for padding. */
+const MAX_RECORD = 5 + 16384 + 256;
+
 const toPemInput = (input: string | Uint8Array): string | Buffer =>
   typeof input === 'string' ? input : Buffer.from(input);
 
@@ -108,7 +148,13 @@ class Endpoint implements TlsEndpoint {
   readonly #maxFrame: number;
   readonly #server: Server;
   readonly #sockets = new Set<Duplex>();
-  #pending = 0;
+  readonly #gate: Gate;
+  /** Open sessions per identity path (`alice:`). */
+  readonly #sessions = new Map<string, number>();
+  /** When `tls.refused` was last logged, and how many were not logged since. */
+  #refusedAt = 0;
+  #refusedInSecond = 0;
+  #refusedQuiet = 0;
   /** One counter per endpoint: every command written to petreld takes the next value (§14.3). */
   #sequence = 0n;
 
@@ -118,6 +164,13 @@ class Endpoint implements TlsEndpoint {
     this.#context = context;
     this.#log = options.logger ?? pino({ name: 'petrel-tls' });
     this.#maxFrame = options.maxFrameBytes ?? TLS_DEFAULTS.maxFrameBytes;
+    const settings: AdmissionSettings = { ...ADMISSION_DEFAULTS, ...options.admission };
+    this.#gate = new Gate(
+      'tls',
+      admissionLimits(settings, options.maxHandshakeBytes ?? LARGE_HANDSHAKE),
+      this.#log,
+      options.logCountersEveryMs,
+    );
     this.#server = createServer((socket) => this.#accept(socket));
   }
 
@@ -127,7 +180,7 @@ class Endpoint implements TlsEndpoint {
     return new Promise((resolve, reject) => {
       this.#server.once('error', reject);
       // Albatross listens with backlog 10; with many clients connecting at once that drops SYNs
-      // (clients then wait seconds to retransmit). Admission is the pending-handshake cap's job.
+      // (clients then wait seconds to retransmit). Admission is the gate's job.
       this.#server.listen({ host, port, backlog: 511, ipv6Only: false }, () => {
         this.#server.off('error', reject);
         const address = this.#server.address() as AddressInfo;
@@ -138,53 +191,104 @@ class Endpoint implements TlsEndpoint {
   }
 
   close(): Promise<void> {
+    this.#gate.close();
     return new Promise((resolve) => {
       this.#server.close(() => resolve());
       for (const socket of this.#sockets) socket.destroy();
     });
   }
 
-  #refuse(socket: Socket, remote: string, error: TlsError): void {
-    this.#log.warn({ event: 'tls.refused', remote, code: error.code, reason: error.message }, 'refused');
+  counts(): GateCounts {
+    return this.#gate.counts();
+  }
+
+  #refuse(socket: Duplex, remote: string, error: TlsError, name?: string): void {
+    // A flood of bad handshakes must not flood the log: at most REFUSALS_LOGGED lines a
+    // second, the next one saying how many were left out.
+    const now = Date.now();
+    if (now - this.#refusedAt >= 1000) {
+      this.#refusedAt = now;
+      this.#refusedInSecond = 0;
+    }
+    if (this.#refusedInSecond++ < REFUSALS_LOGGED) {
+      this.#log.warn(
+        {
+          event: 'tls.refused',
+          remote,
+          ...(name === undefined ? {} : { name }),
+          code: error.code,
+          reason: error.message,
+          ...(this.#refusedQuiet > 0 ? { unlogged: this.#refusedQuiet } : {}),
+        },
+        'refused',
+      );
+      this.#refusedQuiet = 0;
+    } else this.#refusedQuiet++;
     // close_notify, then a bounded wait for the peer before the socket is dropped.
     socket.end();
     setTimeout(() => socket.destroy(), 1000).unref();
   }
 
+  /**
+   * A new TCP connection: admitted by the gate, its first record read here, then TLS. The
+   * ticket is settled once the chain check returns, or when the socket closes before.
+   */
   #accept(raw: Socket): void {
     const remote = `${raw.remoteAddress}:${raw.remotePort}`;
-    const limit = this.#options.maxPendingHandshakes ?? TLS_DEFAULTS.maxPendingHandshakes;
-    if (this.#pending >= limit) {
-      const reason = `${this.#pending} connections are in the handshake, the limit is ${limit}`;
-      this.#log.warn({ event: 'tls.refused', remote, code: 'E_TLS_TOO_MANY_HANDSHAKES', reason }, 'refused');
+    let stream: MeteredStream | null = null;
+    const ticket = this.#gate.admit(raw.remoteAddress, {
+      evict: () => raw.destroy(),
+      hold: () => stream?.hold(),
+      resume: () => stream?.release(),
+    });
+    if (ticket === null) {
       raw.destroy();
       return;
     }
-    this.#pending++;
     this.#sockets.add(raw);
-    let handshaking = true;
-    const handshakeOver = (): void => {
-      if (!handshaking) return;
-      handshaking = false;
-      this.#pending--;
-      clearTimeout(timer);
+    raw.on('error', (e: Error) => this.#log.debug({ event: 'tls.socket-error', remote, reason: e.message }));
+    raw.once('close', () => {
+      ticket.settle();
+      this.#sockets.delete(raw);
+    });
+    const first: Buffer[] = [];
+    let have = 0;
+    let need = -1;
+    const onData = (chunk: Buffer): void => {
+      first.push(chunk);
+      have += chunk.length;
+      if (need < 0 && have >= 5) {
+        const head = first.length === 1 ? chunk : Buffer.concat(first);
+        need = head[0] === HANDSHAKE_RECORD ? 5 + head.readUInt16BE(3) : 0;
+        if (need === 0 || need > MAX_RECORD) {
+          this.#gate.refused('not-tls', raw.remoteAddress);
+          raw.destroy();
+          return;
+        }
+      }
+      const done = need > 0 && have >= need;
+      ticket.read(raw.bytesRead, done);
+      if (!done || raw.destroyed) return;
+      raw.off('data', onData);
+      raw.pause();
+      stream = new MeteredStream(raw, first, () => ticket.read(raw.bytesRead, true));
+      this.#handshake(stream, ticket, remote);
     };
-    const socket = new TLSSocket(raw, {
+    raw.on('data', onData);
+  }
+
+  #handshake(stream: MeteredStream, ticket: Ticket, remote: string): void {
+    const socket = new TLSSocket(stream, {
       isServer: true,
       secureContext: this.#context,
       requestCert: true,
       rejectUnauthorized: false,
     });
     this.#sockets.add(socket);
-    const timeout = this.#options.handshakeTimeoutMs ?? TLS_DEFAULTS.handshakeTimeoutMs;
-    const timer = setTimeout(() => {
-      handshakeOver();
-      this.#refuse(socket, remote, tlsError('E_TLS_HANDSHAKE_TIMEOUT', `no handshake within ${timeout} ms`));
-      socket.destroy();
-    }, timeout);
+    let handshaking = true;
     socket.once('secure', () => {
-      handshakeOver();
-      this.#serve(socket, remote).catch((e: unknown) => {
+      handshaking = false;
+      this.#serve(socket, remote, ticket).catch((e: unknown) => {
         this.#log.error({
           event: 'tls.internal',
           remote,
@@ -195,7 +299,9 @@ class Endpoint implements TlsEndpoint {
     });
     socket.on('error', (e: Error) => {
       if (handshaking) {
-        handshakeOver();
+        handshaking = false;
+        ticket.settle();
+        this.#gate.refused('handshake', undefined);
         this.#refuse(socket, remote, tlsError('E_TLS_HANDSHAKE', e.message));
       } else {
         this.#log.debug({ event: 'tls.socket-error', remote, reason: e.message });
@@ -203,35 +309,63 @@ class Endpoint implements TlsEndpoint {
     });
     socket.once('close', () => {
       if (handshaking) this.#log.debug({ event: 'tls.closed-in-handshake', remote });
-      handshakeOver();
+      ticket.settle();
       this.#sockets.delete(socket);
-      this.#sockets.delete(raw);
-      raw.destroy();
+      stream.destroy();
     });
   }
 
-  async #serve(socket: TLSSocket, remote: string): Promise<void> {
+  async #serve(socket: TLSSocket, remote: string, ticket: Ticket): Promise<void> {
     const began = performance.now();
     const presented = presentedChain(socket);
-    if (!presented.ok) return this.#refuse(socket, remote, presented.error);
     const clock = this.#options.clock ?? (() => new Date());
-    const path = verifyClientChain(presented.value, this.#anchor, clock());
-    if (!path.ok) return this.#refuse(socket, remote, path.error);
+    const path = presented.ok ? verifyClientChain(presented.value, this.#anchor, clock()) : presented;
+    // The chain check has returned: the peer's bytes no longer count against the budgets.
+    ticket.settle();
+    if (!path.ok) {
+      this.#gate.refused('chain', undefined);
+      return this.#refuse(socket, remote, path.error);
+    }
     const identity = authorize(path.value);
     if (!identity.ok) return this.#refuse(socket, remote, identity.error);
     const name = printName(identity.value.name);
     const command = identity.value.command.type;
+    const who = `${printPath(identity.value.name.path)}:`;
+    const open = this.#sessions.get(who) ?? 0;
+    const most = this.#options.maxConnectionsPerIdentity ?? SESSION_DEFAULTS.maxConnectionsPerIdentity;
+    if (open >= most) {
+      const error = tlsError(
+        'E_TLS_TOO_MANY_SESSIONS',
+        `${who} has ${open} sessions open, the limit is ${most} (maxConnectionsPerIdentity)`,
+        { limit: most, open },
+      );
+      this.#gate.refused('identity-limit', undefined);
+      socket.write(finalFrame(identity.value, { kind: 'failure', message: error.message }));
+      return this.#refuse(socket, remote, error, name);
+    }
+    this.#sessions.set(who, open + 1);
+    socket.once('close', () => {
+      const left = (this.#sessions.get(who) ?? 1) - 1;
+      if (left > 0) this.#sessions.set(who, left);
+      else this.#sessions.delete(who);
+    });
     // A subscription may run for days: say that it started (debug); every session is logged
     // once, at info, when it ends (a refused one once, at warn).
     this.#log.debug({ event: 'tls.request', remote, name, command }, 'request');
     let logged: TlsError | null = null;
-    const client = new SocketChannel(socket, this.#maxFrame, (error) => {
-      logged = error;
-      this.#log.warn(
-        { event: 'tls.refused', remote, name, code: error.code, reason: error.message },
-        'refused',
-      );
-    });
+    const client = new SocketChannel(
+      socket,
+      this.#maxFrame,
+      (error) => {
+        logged = error;
+        this.#log.warn(
+          { event: 'tls.refused', remote, name, code: error.code, reason: error.message },
+          'refused',
+        );
+      },
+      undefined,
+      this.#options.frameStallTimeoutMs ?? SESSION_DEFAULTS.frameStallTimeoutMs,
+    );
     const outcome = await proxy({
       identity: identity.value,
       client,

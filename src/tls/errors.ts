@@ -44,8 +44,10 @@ export type TlsErrorCode =
   /** A chain policy that exceeds the one above it. */
   | 'E_TLS_POLICY'
   | 'E_TLS_HANDSHAKE'
-  | 'E_TLS_HANDSHAKE_TIMEOUT'
-  | 'E_TLS_TOO_MANY_HANDSHAKES'
+  /** More sessions of one identity's path at once than `maxConnectionsPerIdentity`. */
+  | 'E_TLS_TOO_MANY_SESSIONS'
+  /** A frame from the client began and then paused longer than `frameStallTimeout`. */
+  | 'E_TLS_FRAME_STALLED'
   /** A frame above maxFrameBytes, or a streamed image above it. */
   | 'E_TLS_FRAME_TOO_LARGE'
   /** The client's stream ended or broke where data was due. */

@@ -24,6 +24,66 @@ export const TLS_DEFAULTS = {
   host: '::',
   port: 1025,
   maxFrameBytes: DEFAULT_MAX_FRAME,
-  maxPendingHandshakes: 64,
-  handshakeTimeoutMs: 10_000,
 } as const;
+
+/**
+ * Admission of unauthenticated connections (petrel-differences.md (c); src/resources/admission.ts
+ * says how each is used). The same keys, with these defaults, for every listener.
+ */
+export interface AdmissionSettings {
+  /** Pending (not yet authenticated) connections in all, and from one address (IPv6: a /64). */
+  readonly maxPendingConnections: number;
+  readonly maxPendingPerAddress: number;
+  /** Bytes read from pending connections beyond each one's first 64 KiB, in all and per address. */
+  readonly maxPendingBytes: number;
+  readonly maxPendingBytesPerAddress: number;
+  readonly firstByteTimeoutMs: number;
+  readonly clientHelloTimeoutMs: number;
+  /** Bytes per second a handshake must keep up once past its first record. */
+  readonly minHandshakeRate: number;
+  /** The longest silence of a handshake past its first record. */
+  readonly handshakeStallMs: number;
+}
+
+export const ADMISSION_DEFAULTS: AdmissionSettings = {
+  maxPendingConnections: 512,
+  maxPendingPerAddress: 64,
+  maxPendingBytes: 64 * 1024 * 1024,
+  maxPendingBytesPerAddress: 32 * 1024 * 1024,
+  firstByteTimeoutMs: 5_000,
+  clientHelloTimeoutMs: 10_000,
+  minHandshakeRate: 4096,
+  handshakeStallMs: 10_000,
+};
+
+/** After the handshake. */
+export const SESSION_DEFAULTS = {
+  /** Concurrent sessions of one identity (the chain's path, e.g. `alice:`). */
+  maxConnectionsPerIdentity: 64,
+  /** A frame that has begun arriving must go on arriving: the longest pause inside one. */
+  frameStallTimeoutMs: 30_000,
+} as const;
+
+/** A connection's first bytes never wait for a reservation: any ordinary handshake fits. */
+export const SMALL_HANDSHAKE = 64 * 1024;
+/**
+ * The largest handshake: a Certificate message of up to 16 MiB (the certificate-list limit
+ * petreld sets, issue 21) with its record overhead and the rest of the client's flight.
+ */
+export const LARGE_HANDSHAKE = 16 * 1024 * 1024 + 256 * 1024;
+
+/** The table's limits for settings. */
+export function admissionLimits(settings: AdmissionSettings, largeBytes = LARGE_HANDSHAKE) {
+  return {
+    maxPending: settings.maxPendingConnections,
+    maxPendingPerAddress: settings.maxPendingPerAddress,
+    maxPendingBytes: settings.maxPendingBytes,
+    maxPendingBytesPerAddress: settings.maxPendingBytesPerAddress,
+    smallBytes: SMALL_HANDSHAKE,
+    largeBytes,
+    firstByteMs: settings.firstByteTimeoutMs,
+    helloMs: settings.clientHelloTimeoutMs,
+    minRate: settings.minHandshakeRate,
+    stallMs: settings.handshakeStallMs,
+  };
+}

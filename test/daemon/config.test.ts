@@ -60,8 +60,18 @@ describe('defaults', () => {
       consoleBuffer: 65_536,
       maxSubscriberQueue: 1024,
       maxFrameBytes: 67_108_864,
-      maxPendingHandshakes: 64,
-      handshakeTimeout: 10_000,
+      maxPendingConnections: 512,
+      maxPendingPerAddress: 64,
+      maxPendingBytes: 67_108_864,
+      maxPendingBytesPerAddress: 33_554_432,
+      firstByteTimeout: 5_000,
+      clientHelloTimeout: 10_000,
+      minHandshakeRate: 4096,
+      handshakeStallTimeout: 10_000,
+      maxConnectionsPerIdentity: 64,
+      frameStallTimeout: 30_000,
+      maxLocalConnections: 8192,
+      localIdleTimeout: 60_000,
       restartBackoffBase: 1_000,
       restartBackoffMax: 60_000,
       restartStableAfter: 60_000,
@@ -141,7 +151,7 @@ tlsKey = "key.pem"
     expect(config.bridges).toEqual(['br0', 'br1']);
     expect(config.tlsListen).toEqual({ host: '::1', port: 1025 });
     expect(config.tlsCa).toBe(path.join(dir, 'ca.pem'));
-    expect(config.maxPendingHandshakes).toBe(64);
+    expect(config.maxPendingConnections).toBe(512);
   });
 
   it('an empty flag unsets what the file set', async () => {
@@ -179,13 +189,23 @@ tlsKey = "key.pem"
 });
 
 describe('validation', () => {
+  it('a key of an earlier release is refused with what replaced it', () => {
+    const result = buildConfig({
+      document: { limits: { maxPendingHandshakes: 64, handshakeTimeout: '10s' } },
+    });
+    expect(errors(result)).toEqual([
+      'limits.maxPendingHandshakes: no longer a key: replaced by maxPendingConnections and maxPendingPerAddress (docs/operations.md)',
+      'limits.handshakeTimeout: no longer a key: replaced by firstByteTimeout, clientHelloTimeout, minHandshakeRate and handshakeStallTimeout (docs/operations.md)',
+    ]);
+  });
+
   it('names the key path of every bad value in the file, all at once', () => {
     const result = buildConfig({
       document: {
         runDir: '',
         runtimes: ['kvm'],
         tapPrefix: 'ptap1',
-        limits: { maxFrameBytes: -1, handshakeTimeout: '10 parsecs', maxSubscribers: 1.5 },
+        limits: { maxFrameBytes: -1, handshakeStallTimeout: '10 parsecs', maxSubscribers: 1.5 },
         restart: { restartWindow: 0 },
         fleet: { nodeAddress: 'host:99999' },
         logLevel: 'loud',
@@ -196,7 +216,7 @@ describe('validation', () => {
       'runtimes: expected "none" or a list of runtimes from hvt, spt, got "kvm"',
       'tapPrefix: invalid tap prefix "ptap1": 1 to 14 bytes, not ending in a digit',
       'limits.maxFrameBytes: expected a positive integer',
-      'limits.handshakeTimeout: expected a positive duration such as 10s, 500ms, 2m or a number of seconds',
+      'limits.handshakeStallTimeout: expected a positive duration such as 10s, 500ms, 2m or a number of seconds',
       'limits.maxSubscribers: expected a positive integer',
       'restart.restartWindow: expected a positive duration such as 10s, 500ms, 2m or a number of seconds',
       'fleet.nodeAddress: expected HOST:PORT, [IPv6]:PORT or a port number',
@@ -344,8 +364,18 @@ describe('help', () => {
       'console-buffer',
       'max-subscriber-queue',
       'max-frame-bytes',
-      'max-pending-handshakes',
-      'handshake-timeout',
+      'max-pending-connections',
+      'max-pending-per-address',
+      'max-pending-bytes',
+      'max-pending-bytes-per-address',
+      'first-byte-timeout',
+      'client-hello-timeout',
+      'min-handshake-rate',
+      'handshake-stall-timeout',
+      'max-connections-per-identity',
+      'frame-stall-timeout',
+      'max-local-connections',
+      'local-idle-timeout',
       'restart-backoff-base',
       'restart-backoff-max',
       'restart-stable-after',

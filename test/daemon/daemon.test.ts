@@ -1,6 +1,7 @@
 // petreld in-process: preflight, restore, sockets and the boot canary, then local clients.
 import { existsSync } from 'node:fs';
 import { chmod, mkdtemp, readdir, readFile, rm, statfs, writeFile } from 'node:fs/promises';
+import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -155,6 +156,60 @@ describe('petreld start-up', () => {
     const fs = await statfs(dir);
     expect(Math.abs(free - Number(fs.bavail) * Number(fs.bsize))).toBeLessThan(64 * 1024 * 1024);
     expect((await fetch(`http://127.0.0.1:${started.metrics?.port}/other`)).status).toBe(404);
+  });
+
+  it('local sockets: idle connections give way and time out; a subscription and a request do not', async () => {
+    unwrap(await start({ localIdleTimeout: '600ms', maxLocalConnections: '3' }));
+    const subscriber = open(
+      sock('console.sock'),
+      commandFrame('team:vm', {
+        type: 'console-subscribe',
+        release: '2.1',
+        select: { kind: 'count', count: 5 },
+      }),
+    );
+    await subscriber.waitFor(1);
+    const idle = () => {
+      const socket = connect(sock('vmmd.sock'));
+      socket.on('error', () => {});
+      return new Promise<typeof socket>((resolve) => socket.once('connect', () => resolve(socket)));
+    };
+    const first = await idle();
+    const second = await idle();
+    // The cap is reached: the next one takes the place of the idlest, not the subscriber's.
+    const third = await idle();
+    await new Promise<void>((resolve) => first.once('close', () => resolve()));
+    expect(second.destroyed).toBe(false);
+    // Past the idle timeout, the idle ones are closed; the subscription stays.
+    await Promise.all([second, third].map((s) => new Promise((resolve) => s.once('close', resolve))));
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    let subscriberClosed = false;
+    void subscriber.closed.then(() => {
+      subscriberClosed = true;
+    });
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(subscriberClosed).toBe(false);
+    const info = await request(sock('vmmd.sock'), ':', { type: 'unikernel-info', release: '2.7' });
+    expect(info.map((w) => w.payload.kind)).toEqual(['reply']);
+    subscriber.close();
+  });
+
+  it('the metrics listener sheds a connection that sends nothing, and /metrics counts it', async () => {
+    const started = unwrap(await start({ metricsListen: '127.0.0.1:0', firstByteTimeout: '300ms' }));
+    const port = started.metrics?.port as number;
+    const began = performance.now();
+    await new Promise<void>((resolve) => {
+      const socket = connect(port, '127.0.0.1');
+      socket.on('error', () => {});
+      socket.on('close', () => resolve());
+    });
+    expect(performance.now() - began).toBeGreaterThanOrEqual(250);
+    const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+    expect(text).toMatch(
+      /^petrel_admission_evicted_total\{listener="metrics",reason="first-byte-timeout"\} 1$/m,
+    );
+    // The request just served settled its connection; the local sockets are listed too.
+    expect(text).toMatch(/^petrel_admission_pending\{listener="local"\} \d+$/m);
   });
 
   it('refuses to start when the canary image is corrupt', async () => {

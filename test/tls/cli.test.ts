@@ -13,6 +13,7 @@ import { decodeDer } from '../../src/tls/certs.js';
 import { parseTlsEndpointArgs, runTlsEndpoint } from '../../src/tls/cli.js';
 import { exportPrivateKey, importPrivateKey } from '../../src/tls/keys.js';
 import { issueCommandLeaf } from '../../src/tls/pki.js';
+import { ADMISSION_DEFAULTS } from '../../src/tls/settings.js';
 import { x509 } from '../../src/tls/x509.js';
 import { FrameReader } from '../../src/wire/index.js';
 import { FakePetreld } from './fake-petreld.js';
@@ -31,14 +32,30 @@ describe('parseTlsEndpointArgs', () => {
         host: '::',
         port: 1025,
         maxFrameBytes: 64 * 1024 * 1024,
-        maxPendingHandshakes: 64,
-        handshakeTimeoutMs: 10_000,
+        admission: ADMISSION_DEFAULTS,
+        maxConnectionsPerIdentity: 64,
+        frameStallTimeoutMs: 30_000,
       },
     });
-    const positional = parseTlsEndpointArgs(['a', 'b', 'c', '--port', '4443', '--handshake-timeout', '3']);
+    const positional = parseTlsEndpointArgs([
+      'a',
+      'b',
+      'c',
+      '--port',
+      '4443',
+      '--handshake-stall-timeout',
+      '3',
+      '--max-pending-per-address',
+      '7',
+    ]);
     expect(
-      positional.ok && [positional.value.ca, positional.value.port, positional.value.handshakeTimeoutMs],
-    ).toEqual(['a', 4443, 3000]);
+      positional.ok && [
+        positional.value.ca,
+        positional.value.port,
+        positional.value.admission.handshakeStallMs,
+        positional.value.admission.maxPendingPerAddress,
+      ],
+    ).toEqual(['a', 4443, 3000, 7]);
   });
 
   it.each([

@@ -4,7 +4,6 @@
 // exactly the policy adds and the command, and get back the reply with Albatross' headers.
 
 import { randomBytes } from 'node:crypto';
-import { connect as netConnect, type Socket } from 'node:net';
 import { type ConnectionOptions, connect } from 'node:tls';
 import pino from 'pino';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -79,7 +78,7 @@ async function start(options: Partial<TlsEndpointOptions> = {}): Promise<Running
     sockets: fake.sockets,
     host: '127.0.0.1',
     port: 0,
-    handshakeTimeoutMs: 2000,
+    admission: { firstByteTimeoutMs: 2000, clientHelloTimeoutMs: 2000, handshakeStallMs: 2000 },
     logger,
     ...options,
   });
@@ -538,41 +537,7 @@ describe('refused connections reach nothing and are logged', () => {
     expect(running.fake.connections[0]?.received.filter((r) => r.kind === 'chunk')).toHaveLength(1);
   });
 
-  it('a connection that never completes the handshake', async () => {
-    const running = await start({ handshakeTimeoutMs: 200 });
-    const started = Date.now();
-    await new Promise<void>((resolve) => {
-      const socket = netConnect(running.port, '127.0.0.1');
-      socket.on('error', () => {});
-      socket.on('close', () => resolve());
-    });
-    expect(Date.now() - started).toBeGreaterThanOrEqual(150);
-    await expectRefused(running, { frames: [], error: null }, 'E_TLS_HANDSHAKE_TIMEOUT');
-  });
-
-  it('connections beyond the pending-handshake cap are closed at once', async () => {
-    const running = await start({ maxPendingHandshakes: 2, handshakeTimeoutMs: 500 });
-    const idle: Socket[] = [];
-    for (let i = 0; i < 2; i++) {
-      const socket = netConnect(running.port, '127.0.0.1');
-      socket.on('error', () => {});
-      idle.push(socket);
-      await new Promise((resolve) => socket.once('connect', resolve));
-    }
-    await settle();
-    const started = Date.now();
-    await new Promise<void>((resolve) => {
-      const third = netConnect(running.port, '127.0.0.1');
-      third.on('error', () => {});
-      third.on('close', () => resolve());
-    });
-    expect(Date.now() - started).toBeLessThan(400);
-    expect(refusals(running.logs).map((l) => l.code)).toContain('E_TLS_TOO_MANY_HANDSHAKES');
-    // Once the idle ones time out, clients are served again.
-    await Promise.all(idle.map((s) => new Promise((resolve) => s.once('close', resolve))));
-    const result = await talk(running.port, await leaf(root, 'web', INFO));
-    expect(result.frames).toHaveLength(1);
-  });
+  // Admission tests are in admission.test.ts.
 });
 
 describe('certificates carrying an image (stock Albatross create)', () => {
