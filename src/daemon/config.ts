@@ -416,8 +416,8 @@ export const CONFIG_FIELDS: { readonly [K in ConfigKey]: ConfigField<PetrelConfi
   maxPendingConnections: field({
     table: 'limits',
     arg: 'N',
-    defaultValue: 512,
-    defaultText: '512',
+    defaultValue: 1024,
+    defaultText: '1024',
     help: 'connections not yet authenticated, on every network listener; beyond, the one making the least progress is closed',
     parse: integer(1, INT32_MAX),
   }),
@@ -434,7 +434,7 @@ export const CONFIG_FIELDS: { readonly [K in ConfigKey]: ConfigField<PetrelConfi
     arg: 'BYTES',
     defaultValue: 64 * 1024 * 1024,
     defaultText: '67108864',
-    help: 'bytes read from unauthenticated connections beyond their first 64 KiB, reserved 16.25 MiB at a time',
+    help: 'bytes read from unauthenticated connections beyond their first 16 KiB, reserved 16.25 MiB at a time',
     parse: integer(1, INT32_MAX),
   }),
   maxPendingBytesPerAddress: field({

@@ -56,7 +56,6 @@ export class Gate {
   readonly #timer: NodeJS.Timeout;
   #next = 0;
   #peak = 0;
-  #sweepQueued = false;
   /** What happened since the last log line, and when that was. */
   #unlogged: Record<string, number> = {};
   #lastRemote: string | null = null;
@@ -95,8 +94,8 @@ export class Gate {
       this.#note(`refused:${decision.reason}`, remote);
       return null;
     }
+    for (const victim of decision.evict) this.#evict(victim.id, victim.reason);
     this.#hooks.set(id, hooks);
-    this.#queueSweep();
     let settled = false;
     return {
       read: (total, helloDone) => {
@@ -156,15 +155,6 @@ export class Gate {
     hooks?.evict(reason);
   }
 
-  #queueSweep(): void {
-    if (this.#sweepQueued) return;
-    this.#sweepQueued = true;
-    setImmediate(() => {
-      this.#sweepQueued = false;
-      this.#sweep();
-    });
-  }
-
   #sweep(): void {
     const now = performance.now();
     for (const [id, hooks] of this.#hooks) {
@@ -172,7 +162,7 @@ export class Gate {
       const decision = this.#table.read(id, hooks.sample(), true, now);
       for (const victim of decision.evict) this.#evict(victim.id, victim.reason);
     }
-    const { evict, again } = this.#table.tick(now);
+    const { evict } = this.#table.tick(now);
     for (const victim of evict) {
       const hooks = this.#hooks.get(victim.id);
       this.#hooks.delete(victim.id);
@@ -181,7 +171,6 @@ export class Gate {
       hooks?.evict(victim.reason);
     }
     if (evict.length > 0) for (const id of this.#table.resumable(now)) this.#hooks.get(id)?.resume?.();
-    if (again) this.#queueSweep();
   }
 
   /** Counts an event; logs at most one line a second, with what happened since the last. */

@@ -4,14 +4,16 @@
 //
 // 1. A connection is *pending* from accept until the listener settles it (for TLS: until the
 //    chain check returns). Every decision below concerns pending connections only.
-// 2. Progress is recency: the pending connection silent the longest makes the least progress.
-//    One that read within `MOVING_MS` is *moving* and is never evicted; nor is one we paused
-//    ourselves (held), nor one too young to have been read at all (the accept and the first
-//    read of a socket happen in different turns of the event loop, so a sweep sees a socket
-//    only once it has had a chance to read: `tick` marks it seen, the next `tick` may judge it).
+// 2. Progress is recency: the pending connection silent the longest (since its last read, or
+//    its accept) makes the least progress. One that read or was accepted within `MOVING_MS` is
+//    *moving* and is never evicted for a budget; nor is one we paused ourselves (held). A new
+//    client has that second to send its ClientHello, which any client does at once, and is
+//    moving from then on; an idle flood socket is not, once its second is over.
 // 3. Socket budgets (`maxPending`, `maxPendingPerAddress`) are enforced by `tick`, which evicts
-//    the least-progress judged connections above them; an accept is refused at once only
-//    beyond twice a budget (the bound on descriptors while sweeps catch up).
+//    the least-progress connections above them. Until they are a second old the table may
+//    grow to twice `maxPending` (the bound on descriptors); beyond, an accept evicts the
+//    least-progress connection at once (one in its first second if it has sent nothing), and
+//    is refused only when every one has read within the last second.
 // 4. Byte budgets are reservations, so they never deadlock: a connection's first `smallBytes`
 //    (any ordinary handshake) are always let through; beyond that it must hold a reservation
 //    of `largeBytes` (the largest handshake the listener allows) from the global and its
@@ -24,7 +26,7 @@
 //    never cut, a stalled one is cut `stallMs` after its last byte. A held connection's clock
 //    is stopped while it is held.
 
-/** How long after a read a connection counts as moving. */
+/** How long after a read (or its accept) a connection counts as moving. */
 export const MOVING_MS = 1000;
 
 export interface AdmissionLimits {
@@ -68,13 +70,11 @@ interface Entry {
   creditUntil: number;
   heldSince: number | null;
   reserved: boolean;
-  seen: boolean;
-  judged: boolean;
 }
 
 export type AdmitDecision =
-  | { readonly admitted: true }
-  | { readonly admitted: false; readonly reason: 'budget' | 'address-budget' };
+  | { readonly admitted: true; readonly evict: readonly Eviction[] }
+  | { readonly admitted: false; readonly reason: 'budget' };
 
 export interface ReadDecision {
   /** Stop reading this connection until `resumable` names it. */
@@ -161,11 +161,22 @@ export class AdmissionTable {
     return Math.min(l.largeBytes, l.maxPendingBytes, l.maxPendingBytesPerAddress);
   }
 
+  /**
+   * A new connection. Beyond twice the socket budget, the least-progress connection makes
+   * room for it at once (the newcomer may be the one client that will speak); only when
+   * none may be evicted is the newcomer refused.
+   */
   admit(id: number, key: string, now: number): AdmitDecision {
     const l = this.#limits;
-    if (this.#entries.size >= 2 * l.maxPending) return { admitted: false, reason: 'budget' };
-    if (this.pendingAt(key) >= 2 * l.maxPendingPerAddress)
-      return { admitted: false, reason: 'address-budget' };
+    const evict: Eviction[] = [];
+    if (this.#entries.size >= 2 * l.maxPending) {
+      // Past the bound even a socket in its first second goes, if it has sent nothing yet:
+      // the oldest such is no likelier to speak than the newcomer.
+      const victim = this.#leastProgress(now, () => true) ?? this.#leastProgress(now, () => true, true);
+      if (victim === null) return { admitted: false, reason: 'budget' };
+      evict.push({ id: victim.id, reason: 'budget' });
+      this.remove(victim.id);
+    }
     const entry: Entry = {
       id,
       key,
@@ -176,14 +187,12 @@ export class AdmissionTable {
       creditUntil: Number.POSITIVE_INFINITY,
       heldSince: null,
       reserved: false,
-      seen: false,
-      judged: false,
     };
     this.#entries.set(id, entry);
     const set = this.#perKey.get(key) ?? new Set<Entry>();
     this.#perKey.set(key, set);
     set.add(entry);
-    return { admitted: true };
+    return { admitted: true, evict };
   }
 
   /**
@@ -263,18 +272,13 @@ export class AdmissionTable {
   }
 
   /**
-   * One sweep, once per turn of the event loop while needed and on a timer: overdue
-   * connections, then the least-progress ones above a socket budget. The evicted are removed
-   * here already. `again` says a sweep in the next turn may evict more (some were too young).
+   * One sweep (on a timer): overdue connections, then the least-progress ones above a socket
+   * budget. The evicted are removed here already.
    */
-  tick(now: number): { readonly evict: readonly Eviction[]; readonly again: boolean } {
+  tick(now: number): { readonly evict: readonly Eviction[] } {
     const l = this.#limits;
     const evict: Eviction[] = [];
-    let young = false;
     for (const entry of this.#entries.values()) {
-      entry.judged = entry.seen;
-      if (!entry.seen) young = true;
-      entry.seen = true;
       const reason = this.#overdue(entry, now);
       if (reason !== null) evict.push({ id: entry.id, reason });
     }
@@ -293,10 +297,7 @@ export class AdmissionTable {
       evict.push({ id: victim.id, reason: 'budget' });
       this.remove(victim.id);
     }
-    const over =
-      this.#entries.size > l.maxPending ||
-      [...this.#perKey.values()].some((set) => set.size > l.maxPendingPerAddress);
-    return { evict, again: over && young };
+    return { evict };
   }
 
   /** Whether `id` is moving now (tests and logs). */
@@ -313,12 +314,16 @@ export class AdmissionTable {
     return now >= entry.creditUntil ? 'stalled' : null;
   }
 
-  /** The judged, not moving, not held entry silent the longest among those `where` admits. */
-  #leastProgress(now: number, where: (e: Entry) => boolean): Entry | null {
+  /**
+   * The entry neither moving nor held, silent the longest, among those `where` admits;
+   * `unread`: counting as moving only what has read (not a socket's first second).
+   */
+  #leastProgress(now: number, where: (e: Entry) => boolean, unread = false): Entry | null {
     let best: Entry | null = null;
     let bestSince = Number.POSITIVE_INFINITY;
     for (const entry of this.#entries.values()) {
-      if (!entry.judged || entry.heldSince !== null || isMoving(entry, now) || !where(entry)) continue;
+      const moving = unread ? entry.lastReadAt !== null && isMoving(entry, now) : isMoving(entry, now);
+      if (entry.heldSince !== null || moving || !where(entry)) continue;
       const since = entry.lastReadAt ?? entry.acceptedAt;
       if (since < bestSince || (since === bestSince && best !== null && entry.bytes < best.bytes)) {
         best = entry;
@@ -361,4 +366,4 @@ export class AdmissionTable {
 }
 
 const isMoving = (entry: Entry, now: number): boolean =>
-  entry.lastReadAt !== null && now - entry.lastReadAt < MOVING_MS;
+  now - (entry.lastReadAt ?? entry.acceptedAt) < MOVING_MS;

@@ -32,7 +32,7 @@ and its key material, so it can run as its own unprivileged user.
   --max-frame-bytes N           largest frame or streamed image (default 67108864)
 
 Admission of unauthenticated peers (docs/operations.md, the keys of the same names):
-  --max-pending-connections N          (default 512)
+  --max-pending-connections N          (default 1024)
   --max-pending-per-address N          (default 64)
   --max-pending-bytes BYTES            (default 67108864)
   --max-pending-bytes-per-address BYTES (default 33554432)

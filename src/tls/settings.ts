@@ -34,7 +34,7 @@ export interface AdmissionSettings {
   /** Pending (not yet authenticated) connections in all, and from one address (IPv6: a /64). */
   readonly maxPendingConnections: number;
   readonly maxPendingPerAddress: number;
-  /** Bytes read from pending connections beyond each one's first 64 KiB, in all and per address. */
+  /** Bytes read from pending connections beyond each one's first 16 KiB, in all and per address. */
   readonly maxPendingBytes: number;
   readonly maxPendingBytesPerAddress: number;
   readonly firstByteTimeoutMs: number;
@@ -46,7 +46,7 @@ export interface AdmissionSettings {
 }
 
 export const ADMISSION_DEFAULTS: AdmissionSettings = {
-  maxPendingConnections: 512,
+  maxPendingConnections: 1024,
   maxPendingPerAddress: 64,
   maxPendingBytes: 64 * 1024 * 1024,
   maxPendingBytesPerAddress: 32 * 1024 * 1024,
@@ -65,7 +65,7 @@ export const SESSION_DEFAULTS = {
 } as const;
 
 /** A connection's first bytes never wait for a reservation: any ordinary handshake fits. */
-export const SMALL_HANDSHAKE = 64 * 1024;
+export const SMALL_HANDSHAKE = 16 * 1024;
 /**
  * The largest handshake: a Certificate message of up to 16 MiB (the certificate-list limit
  * petreld sets, issue 21) with its record overhead and the rest of the client's flight.

@@ -60,7 +60,7 @@ describe('defaults', () => {
       consoleBuffer: 65_536,
       maxSubscriberQueue: 1024,
       maxFrameBytes: 67_108_864,
-      maxPendingConnections: 512,
+      maxPendingConnections: 1024,
       maxPendingPerAddress: 64,
       maxPendingBytes: 67_108_864,
       maxPendingBytesPerAddress: 33_554_432,
@@ -151,7 +151,7 @@ tlsKey = "key.pem"
     expect(config.bridges).toEqual(['br0', 'br1']);
     expect(config.tlsListen).toEqual({ host: '::1', port: 1025 });
     expect(config.tlsCa).toBe(path.join(dir, 'ca.pem'));
-    expect(config.maxPendingConnections).toBe(512);
+    expect(config.maxPendingConnections).toBe(1024);
   });
 
   it('an empty flag unsets what the file set', async () => {

@@ -98,38 +98,46 @@ describe('socket budgets', () => {
   it('above the per-address budget the silent-longest is evicted, not a moving one, not the newcomer', () => {
     const t = table();
     for (let id = 0; id < 4; id++) t.admit(id, 'a', id * 10);
-    t.tick(100);
-    t.tick(101);
-    t.read(0, 200, false, 150); // the oldest is moving
-    t.admit(9, 'a', 200);
-    const { evict } = t.tick(201);
-    expect(evict).toEqual([{ id: 1, reason: 'address-budget' }]);
+    const later = 30 + MOVING_MS;
+    t.read(0, 200, false, later - 10); // the oldest is moving
+    t.admit(9, 'a', later);
+    expect(t.tick(later + 1).evict).toEqual([{ id: 1, reason: 'address-budget' }]);
     expect(t.has(9)).toBe(true);
     expect(t.has(0)).toBe(true);
   });
 
-  it('a socket too young to have been read is not judged; the next sweep judges it', () => {
+  it('a connection accepted within the last second is not evicted for a budget: it may yet speak', () => {
     const t = table({ maxPendingPerAddress: 1 });
     t.admit(1, 'a', 0);
-    t.admit(2, 'a', 0);
-    const first = t.tick(1);
-    expect(first.evict).toEqual([]);
-    expect(first.again).toBe(true);
-    t.read(2, 100, false, 2); // the newcomer spoke in between
-    expect(t.tick(3).evict).toEqual([{ id: 1, reason: 'address-budget' }]);
+    t.admit(2, 'a', 500);
+    expect(t.tick(900).evict).toEqual([]);
+    expect(t.tick(MOVING_MS).evict).toEqual([{ id: 1, reason: 'address-budget' }]);
+    // The newcomer spoke within its second: it stays however long the budget is exceeded.
+    t.read(2, 100, false, 800);
+    t.admit(3, 'a', 1500);
+    expect(t.tick(1700).evict).toEqual([]);
+    expect(t.tick(1500 + MOVING_MS).evict).toEqual([{ id: 2, reason: 'address-budget' }]);
   });
 
-  it('when every pending connection is moving, the budget waits; an accept beyond twice it is refused', () => {
+  it('when every pending connection is moving, the budget waits; once they fall silent they give way', () => {
     const t = table({ maxPendingPerAddress: 2, maxPending: 100 });
     for (let id = 0; id < 4; id++) expect(t.admit(id, 'a', 0).admitted).toBe(true);
-    expect(t.admit(4, 'a', 0)).toEqual({ admitted: false, reason: 'address-budget' });
-    t.tick(1);
     for (let id = 0; id < 4; id++) t.read(id, 10, false, 5);
     expect(t.tick(6).evict).toEqual([]);
     expect(t.pendingAt('a')).toBe(4);
-    // Once they fall silent they give way, down to the budget.
     expect(t.tick(5 + MOVING_MS).evict).toHaveLength(2);
     expect(t.pendingAt('a')).toBe(2);
+  });
+
+  it('beyond twice the budget an accept evicts the idlest at once; refused only if every one is moving', () => {
+    const t = table({ maxPending: 2 });
+    for (let id = 0; id < 4; id++) t.admit(id, `k${id}`, id);
+    t.read(0, 10, false, 4);
+    // In their first second, but id 1 sent nothing and is the oldest such: it goes.
+    expect(t.admit(4, 'k4', 5)).toEqual({ admitted: true, evict: [{ id: 1, reason: 'budget' }] });
+    for (const id of [2, 3, 4]) t.read(id, 10, false, 6);
+    expect(t.admit(5, 'k5', 7)).toEqual({ admitted: false, reason: 'budget' });
+    expect(t.admit(6, 'k6', 5 + MOVING_MS)).toEqual({ admitted: true, evict: [{ id: 0, reason: 'budget' }] });
   });
 
   it('the global budget takes from every address', () => {
@@ -138,8 +146,7 @@ describe('socket budgets', () => {
     t.admit(2, 'b', 10);
     t.admit(3, 'c', 20);
     t.admit(4, 'd', 30);
-    t.tick(31);
-    expect(t.tick(32).evict).toEqual([{ id: 1, reason: 'budget' }]);
+    expect(t.tick(30 + MOVING_MS).evict).toEqual([{ id: 1, reason: 'budget' }]);
   });
 });
 
@@ -164,8 +171,6 @@ describe('byte reservations', () => {
     const t = table({ maxPendingBytes: 16 * MiB });
     t.admit(1, 'a', 0);
     t.admit(2, 'b', 0);
-    t.tick(1);
-    t.tick(2);
     t.read(1, 1 * MiB, true, 10);
     const later = 10 + MOVING_MS;
     expect(t.read(2, 1 * MiB, true, later)).toEqual({
