@@ -2,6 +2,8 @@
 // engine vs. spawning the same tender directly (p50, difference and ratio); (2) create+destroy
 // throughput for 200 VMs; (3) daemon RSS growth per running VM (between 50 and 150 running).
 // Targets (issue 5): overhead ≤ 10 ms p50, ≥ 50 create+destroy pairs/s, ≤ 100 KiB RSS per VM.
+// The latency is measured jailed (the default) and unjailed side by side, interleaved (issue 22:
+// jailed ≤ 1.1 × unjailed, or + 2 ms); PETREL_TEST_JAIL=0 makes both engines unjailed.
 // Run: npm run bench -- lifecycle. Measured for spt (the bundled petrel-spt: real guests, no KVM
 // needed) and for hvt with the tender the engine tests use (test/engine/guest.ts): real guests
 // with KVM or SOLO5_HVT, otherwise petrel-hvt on the fake-kvm stand-in, which is printed.
@@ -59,6 +61,7 @@ function firstLine(hubSubscribe: (s: Subscriber) => void, word: string): Promise
 const rssKiB = () => Math.round(process.memoryUsage().rss / 1024);
 
 const t = await makeEngine({ stopTimeoutMs: 2_000 });
+const unjailed = await makeEngine({ stopTimeoutMs: 2_000, jail: false });
 const scratch = await mkdtemp(path.join(tmpdir(), 'petrel-bench-'));
 try {
   const runtimes = [
@@ -75,23 +78,28 @@ try {
     for (let i = 0; i < 5; i++) await direct(tender, image, `warm${i}`);
     const viaDirect: number[] = [];
     const viaEngine: number[] = [];
-    for (let i = 0; i < RUNS; i++) {
-      viaDirect.push(await direct(tender, image, `d${i}`));
-      const word = `e${i}`;
-      const vm = name(`:${runtime}lat${i}`);
-      const seen = firstLine((s) => t.hub.subscribe(vm, s, { count: 0 }), word);
+    const viaUnjailed: number[] = [];
+    const latency = async (engine: typeof t, word: string): Promise<number> => {
+      const vm = name(`:${runtime}lat${word}`);
+      const seen = firstLine((s) => engine.hub.subscribe(vm, s, { count: 0 }), word);
       const started = performance.now();
-      const created = t.engine.execute({
+      const created = engine.engine.execute({
         name: vm,
         command: createCommand({ ...config, arguments: ['hello', word] }),
       });
       // The line may arrive before the reply, which waits for the state file's fsync.
       await seen;
-      viaEngine.push(performance.now() - started);
+      const ms = performance.now() - started;
       const reply = await created;
       if (reply.kind !== 'reply') throw new Error(JSON.stringify(reply));
-      await t.engine.execute({ name: vm, command: { type: 'unikernel-destroy' } });
-      await t.engine.idle();
+      await engine.engine.execute({ name: vm, command: { type: 'unikernel-destroy' } });
+      await engine.engine.idle();
+      return ms;
+    };
+    for (let i = 0; i < RUNS; i++) {
+      viaDirect.push(await direct(tender, image, `d${i}`));
+      viaEngine.push(await latency(t, `e${i}`));
+      viaUnjailed.push(await latency(unjailed, `u${i}`));
     }
 
     const waitConfig = await canaryConfig(image, ['wait', 'w']);
@@ -126,7 +134,14 @@ try {
     console.log(`${runtime}: guests ${guests}`);
     console.log(`  create → first console line, ${RUNS} runs`);
     console.log(`    direct spawn   p50 ${d50.toFixed(2)} ms  p99 ${p(viaDirect, 0.99).toFixed(2)} ms`);
-    console.log(`    through engine p50 ${e50.toFixed(2)} ms  p99 ${p(viaEngine, 0.99).toFixed(2)} ms`);
+    const u50 = p(viaUnjailed, 0.5);
+    console.log(
+      `    through engine p50 ${e50.toFixed(2)} ms  p99 ${p(viaEngine, 0.99).toFixed(2)} ms (jailed)`,
+    );
+    console.log(`    unjailed       p50 ${u50.toFixed(2)} ms  p99 ${p(viaUnjailed, 0.99).toFixed(2)} ms`);
+    console.log(
+      `    jail cost p50 ${(e50 - u50).toFixed(2)} ms, ratio ${(e50 / u50).toFixed(2)}× (target ≤ 1.1×, or + 2 ms)`,
+    );
     console.log(
       `    engine overhead p50 ${(e50 - d50).toFixed(2)} ms (target ≤ 10), ratio ${(e50 / d50).toFixed(2)}×`,
     );
@@ -137,6 +152,7 @@ try {
   }
   console.log(`load average: ${loadAverage()}`);
 } finally {
+  await unjailed.close();
   await t.close();
   await rm(scratch, { recursive: true, force: true });
 }

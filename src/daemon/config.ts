@@ -536,8 +536,8 @@ export const CONFIG_FIELDS: { readonly [K in ConfigKey]: ConfigField<PetrelConfi
   jail: field({
     table: null,
     arg: 'BOOL',
-    defaultValue: false,
-    defaultText: 'false',
+    defaultValue: true,
+    defaultText: 'true',
     help: 'run every tender jailed: its own uid and gid from jailIds, a private mount namespace holding only its files, IPC and UTS namespaces, no capabilities, resource limits and cgroups (docs/threat-model.md); --no-jail is --jail false',
     parse: boolean,
   }),

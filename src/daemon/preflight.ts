@@ -8,6 +8,7 @@ import path from 'node:path';
 import { runCommand } from '../host/command.js';
 import { holderProgram } from '../host/holder.js';
 import { accountsInRange, discoverCgroups, jailProgram, processesInRange } from '../host/jail.js';
+import { claimHolder, DEFAULT_CLAIMS_DIR } from '../host/jail-claims.js';
 import { checkPidRecord, readPidRecords } from '../host/pidrecord.js';
 import { fileSystemFree, isNoSpace } from '../host/space.js';
 import { spawnerProgram } from '../host/spawner.js';
@@ -359,7 +360,8 @@ export async function preflight(
 /**
  * The jail (issue 22). Off: a warning naming it. On: petrel-jail runs itself jailed (namespaces,
  * private root, id change, filter: all of it on this host), the id range belongs to no user,
- * group, subordinate range or process but the tenders recorded in `<run-dir>/tenders`, and
+ * group, subordinate range or process but the tenders recorded in `<run-dir>/tenders` (or
+ * claimed by another petreld's holder on this host), and
  * which cgroups the jails get (never fatal: without them the resource limits still hold).
  */
 async function jailChecks(config: PetrelConfig, required: ReadonlySet<string>): Promise<CheckResult[]> {
@@ -410,7 +412,11 @@ async function jailChecks(config: PetrelConfig, required: ReadonlySet<string>): 
       })
       .map((record) => record.pid),
   );
-  const strangers = processesInRange(config.jailIds).filter((p) => !recorded.has(p.pid));
+  // Tenders of this run directory, and those of another petreld of this host whose holder has
+  // claimed the id (src/host/jail-claims.ts), are no strangers.
+  const strangers = processesInRange(config.jailIds).filter(
+    (p) => !recorded.has(p.pid) && claimHolder(DEFAULT_CLAIMS_DIR, p.uid) === null,
+  );
   const users = accounts.ok ? accounts.value : [accounts.error.message];
   const problems = [
     ...users,

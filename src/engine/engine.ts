@@ -1045,6 +1045,7 @@ export class Engine {
     }
     feed.attach(taken.value.reader);
     this.#users.hold(image.digest);
+    if (meta.jail !== undefined) await this.#host.holdJailClaim(meta.jail);
     this.#supervise({
       name,
       config,

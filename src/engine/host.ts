@@ -44,6 +44,7 @@ import {
   removeJailCgroups,
   returnToRoot,
 } from '../host/jail.js';
+import { claimId, DEFAULT_CLAIMS_DIR, listClaims, releaseClaim } from '../host/jail-claims.js';
 import { blockDir, blockPath, fifoDir, pidRecordPath } from '../host/paths.js';
 import { readPidRecords, removePidRecord, stopRecordedProcess } from '../host/pidrecord.js';
 import { StateSpace } from '../host/space.js';
@@ -122,6 +123,8 @@ export interface EngineHost extends TenderHost {
   releaseJail(jail: Jail): HostResult<void>;
   /** An adopted tender's jail (from the holder's meta): its id is taken again. */
   holdJail(id: number, blocks: readonly string[]): Jail;
+  /** Its host-wide claim, written again if a crash lost it. */
+  holdJailClaim(id: number): Promise<void>;
   /** What jails put in force on this host; null when jails are off. */
   jailInfo(): JailInfo | null;
   /** Release after a tender exited (semantics §5.8 order: image link, FIFO, taps). */
@@ -209,6 +212,8 @@ export interface JailOptions {
   readonly allow: readonly string[];
   /** The jail program. Default: the bundled native/build/petrel-jail. */
   readonly program?: string;
+  /** The host-wide directory of id claims (src/host/jail-claims.ts). Default /run/petrel-ids. */
+  readonly claims?: string;
 }
 
 export interface HostOptions {
@@ -362,7 +367,10 @@ export function createHost(options: HostOptions): EngineHost {
         if (info instanceof Error) return { ok: false, error: ioError('stat', block, info) };
         sizes.push(Math.ceil(info.size / MIB));
       }
-      const id = jail.ids.take();
+      const holder = await tenders.holderPid();
+      if (!holder.ok) return holder;
+      // Lowest free here and not claimed by another petreld's holder on this host.
+      const id = jail.ids.take((candidate) => !claimId(jail.claims, candidate, holder.value));
       if (!id.ok) return id;
       const limits = jailLimits({
         kind: request.kind,
@@ -396,6 +404,11 @@ export function createHost(options: HostOptions): EngineHost {
     holdJail(id, blocks) {
       jail?.ids.hold(id);
       return { id, prefix: [], limits: null, blocks };
+    },
+    async holdJailClaim(id) {
+      if (jail === null) return;
+      const holder = await tenders.holderPid();
+      if (holder.ok) claimId(jail.claims, id, holder.value);
     },
     jailInfo() {
       if (jail === null || jail.layoutNow === null) return null;
@@ -510,7 +523,11 @@ export function createHost(options: HostOptions): EngineHost {
           removed.ok ? `removed tap ${tap}` : `could not remove tap ${tap}: ${removed.error.message}`,
         );
       }
-      if (jail !== null) done.push(...(await reconcileJails(jail, options.stateDir, owned.jailIds ?? [])));
+      if (jail !== null) {
+        const holder = await tenders.holderPid();
+        const ours = holder.ok ? holder.value : null;
+        done.push(...(await reconcileJails(jail, options.stateDir, owned.jailIds ?? [], ours)));
+      }
       const listed = await listFifos(options.runDir);
       if (!listed.ok) return listed;
       for (const fifo of listed.value.fifos.filter((f) => !ownedFiles.has(f))) {
@@ -540,6 +557,7 @@ interface JailState {
   readonly ids: JailIds;
   readonly files: ProgramFiles;
   readonly program: Result<string, PetrelError>;
+  readonly claims: string;
   /** Where cgroups go, found once. */
   readonly setup: Promise<{ layout: CgroupLayout; cpuset: { cpus: string; mems: string } }>;
   layoutNow: CgroupLayout | null;
@@ -551,6 +569,7 @@ function jailState(options: JailOptions): JailState {
     ids: new JailIds(options.ids),
     files: new ProgramFiles(),
     program: options.program === undefined ? jailProgram() : ok(options.program),
+    claims: options.claims ?? DEFAULT_CLAIMS_DIR,
     setup: discoverCgroups(),
     layoutNow: null,
   };
@@ -569,6 +588,7 @@ async function releaseJail(jail: JailState | null, made: Jail): HostResult<void>
   }
   const removed = await removeJailCgroups((await jail.setup).layout, made.id);
   if (!removed.ok) problems.push(removed.error.message);
+  releaseClaim(jail.claims, made.id);
   jail.ids.free(made.id);
   return problems.length === 0 ? ok(undefined) : err('E_JAIL', problems.join('; '));
 }
@@ -583,21 +603,37 @@ function describeLayout(layout: CgroupLayout): string {
  * Start-up: block files a jail's id owns that no adopted tender holds go back to root (a reused
  * id must never own another tenant's file), and jail cgroups nothing runs in are removed.
  */
-async function reconcileJails(jail: JailState, stateDir: string, held: readonly number[]): Promise<string[]> {
+async function reconcileJails(
+  jail: JailState,
+  stateDir: string,
+  held: readonly number[],
+  holder: number | null,
+): Promise<string[]> {
   const done: string[] = [];
   const keep = new Set(held);
+  // Claims of our holder that no adopted tender holds, and stale ones, go.
+  for (const claim of listClaims(jail.claims)) {
+    if (keep.has(claim.id) || (claim.holder !== null && claim.holder !== holder)) continue;
+    releaseClaim(jail.claims, claim.id);
+    done.push(`released the claim on jail id ${claim.id}`);
+  }
   const dir = blockDir(stateDir);
   const files = await listDirectory(dir);
   for (const file of files.ok ? files.value : []) {
     const full = path.join(dir, file);
     const owner = await ownerOf(full);
     if (owner === null || owner === 0 || keep.has(owner) || !jail.ids.contains(owner)) continue;
+    // Another petreld's live tender (its own state directory would not hold this file, but a
+    // shared one is its business): only ids whose claim is gone are handed back.
+    if (listClaims(jail.claims).some((c) => c.id === owner && c.holder !== null && c.holder !== holder))
+      continue;
     const back = await returnToRoot(full);
     done.push(back.ok ? `block ${file} handed back to root from jail id ${owner}` : back.error.message);
   }
   const layout = (await jail.setup).layout;
+  const claimed = new Set(listClaims(jail.claims).flatMap((c) => (c.holder === null ? [] : [c.id])));
   for (const id of await listJailCgroupIds(layout)) {
-    if (keep.has(id)) continue;
+    if (keep.has(id) || claimed.has(id)) continue;
     const removed = await removeJailCgroups(layout, id);
     done.push(removed.ok ? `removed the cgroups of jail id ${id}` : removed.error.message);
   }

@@ -46,6 +46,8 @@ export interface TenderHost {
   ): HostResult<{ tender: TenderProcess; reader: ConsoleReader; problems: string[] }>;
   /** Stops a held tender nothing committed refers to (SIGTERM, grace, SIGKILL), or forgets an exited one. */
   dismissTender(held: HeldTender): HostResult<string>;
+  /** The pid of the run directory's holder (started when none runs): jail ids are claimed for it. */
+  holderPid(): HostResult<number>;
   /** Lets go of the holder (petreld stops); whatever it still holds keeps running under it. */
   close(): void;
 }
@@ -109,6 +111,11 @@ export function createTenderHost(options: TenderHostOptions): TenderHost {
       if (spawned.ok && reader !== undefined && spawned.value.console !== null)
         reader.bind(spawned.value.console);
       return spawned;
+    },
+
+    async holderPid() {
+      const connected = await held();
+      return connected.ok ? ok(connected.value.pid) : connected;
     },
 
     async heldTenders() {

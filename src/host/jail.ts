@@ -86,8 +86,24 @@ export async function programFiles(program: string, depth = 0): Promise<Result<s
     const line = bytes.subarray(2, bytes.indexOf(10) < 0 ? bytes.length : bytes.indexOf(10)).toString('utf8');
     const interpreter = line.trim().split(/\s+/u)[0] ?? '';
     if (!interpreter.startsWith('/')) return err('E_JAIL', `${program}: its #! line names no absolute path`);
+    const files = [program];
     const inner = await programFiles(interpreter, depth + 1);
-    return inner.ok ? ok([program, ...inner.value]) : inner;
+    if (!inner.ok) return inner;
+    files.push(...inner.value);
+    // A wrapper names what else it runs: `# petrel-jail-allow: PATH...` (the tests' fake-KVM
+    // double). The tender is the administrator's file, so this grants nothing jailAllow would not.
+    const text = bytes.subarray(0, 4096).toString('utf8');
+    for (const match of text.matchAll(/^# petrel-jail-allow:(.*)$/gmu)) {
+      for (const extra of (match[1] ?? '')
+        .trim()
+        .split(/\s+/u)
+        .filter((w) => w.startsWith('/'))) {
+        const more = await programFiles(extra, depth + 1);
+        if (!more.ok) return more;
+        files.push(...more.value);
+      }
+    }
+    return ok([...new Set(files)]);
   }
   const interpreter = elfInterpreter(bytes);
   if (interpreter === null) return err('E_JAIL', `${program}: neither a 64-bit ELF file nor a #! script`);

@@ -37,16 +37,20 @@ export const printIdRange = (range: IdRange): string => `${range.first}-${range.
 
 export type JailIdError = PetrelError<'E_JAIL_IDS'>;
 
-/** Which ids of the range running unikernels hold; the lowest free one is handed out. */
+/**
+ * Which ids of the range running unikernels hold. Ids are handed out in turn, the next free one
+ * after the last given, not the lowest: a tender that just died may leave for a moment what
+ * counts against its uid's RLIMIT_NPROC (its zombie, the kernel's KVM worker), and its id is not
+ * given again before the whole range has gone round.
+ */
 export class JailIds {
   readonly #range: IdRange;
   readonly #taken = new Set<number>();
-  /** Every id below this is taken. */
-  #lowest: number;
+  #next: number;
 
   constructor(range: IdRange) {
     this.#range = range;
-    this.#lowest = range.first;
+    this.#next = range.first;
   }
 
   get range(): IdRange {
@@ -57,15 +61,18 @@ export class JailIds {
     return this.#taken;
   }
 
-  /** The lowest free id, now taken. */
-  take(): Result<number, JailIdError> {
-    let id = this.#lowest;
-    while (this.#taken.has(id)) id++;
-    if (id > this.#range.last)
-      return err('E_JAIL_IDS', `every id of the jail range ${printIdRange(this.#range)} is in use`);
-    this.#taken.add(id);
-    this.#lowest = id + 1;
-    return ok(id);
+  /** The next free id for which `refused` is false (another petreld's, say), now taken. */
+  take(refused: (id: number) => boolean = () => false): Result<number, JailIdError> {
+    const { first, last } = this.#range;
+    const size = last - first + 1;
+    for (let i = 0; i < size && this.#taken.size < size; i++) {
+      const id = first + ((this.#next - first + i) % size);
+      if (this.#taken.has(id) || refused(id)) continue;
+      this.#taken.add(id);
+      this.#next = id === last ? first : id + 1;
+      return ok(id);
+    }
+    return err('E_JAIL_IDS', `every id of the jail range ${printIdRange(this.#range)} is in use`);
   }
 
   /** An id a tender already holds (adopted at start-up): false when outside the range or taken. */
@@ -76,7 +83,7 @@ export class JailIds {
   }
 
   free(id: number): void {
-    if (this.#taken.delete(id)) this.#lowest = Math.min(this.#lowest, id);
+    this.#taken.delete(id);
   }
 
   contains(id: number): boolean {
@@ -98,7 +105,10 @@ export interface JailLimits {
   /** RLIMIT_NPROC and pids.max: the tender itself, and for hvt the kernel's per-VM KVM worker. */
   readonly processes: number;
   readonly openFiles: number;
-  /** RLIMIT_FSIZE: the largest block device (a tender writes no other regular file). */
+  /**
+   * RLIMIT_FSIZE: the largest block device (a tender writes no other file on disk), at least
+   * 1 MiB, which a memfd of a page or two (the tests' fake KVM run area) stays within.
+   */
   readonly fileSize: number;
 }
 
@@ -112,7 +122,7 @@ export function jailLimits(launch: {
     addressSpace: (launch.memoryMiB + TENDER_OVERHEAD_MIB) * MIB,
     processes: launch.kind === 'hvt' ? 2 : 1,
     openFiles: 64 + launch.nets + launch.blockSizesMiB.length,
-    fileSize: Math.max(0, ...launch.blockSizesMiB) * MIB,
+    fileSize: Math.max(1, ...launch.blockSizesMiB) * MIB,
   };
 }
 

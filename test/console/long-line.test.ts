@@ -39,7 +39,8 @@ describe('a very long console line', () => {
         `head -c 8388608 /dev/zero | tr '\\0' x\necho\necho petrel-canary after\nexec sleep 30\n`,
     );
     await chmod(tender, 0o755);
-    const t = await makeEngine({ tenderHvt: tender });
+    // This TEST DOUBLE runs a pipeline (head | tr), and a jail allows no fork: it runs unjailed.
+    const t = await makeEngine({ tenderHvt: tender, jail: false });
     try {
       // What the first VM of a process sets up once (the spawner, the file thread and its
       // staging buffer) is not what this test measures.

@@ -225,7 +225,7 @@ describe('petreld start-up', () => {
     const hang = path.join(dir, 'hang-hvt');
     await writeFile(
       hang,
-      `#!/bin/sh\ncase "$1" in --version) exec '${build}/petrel-hvt' --version;; esac\nexec sleep 30\n`,
+      `#!/bin/sh\n# petrel-jail-allow: /usr/bin/sleep\ncase "$1" in --version) exec '${build}/petrel-hvt' --version;; esac\nexec sleep 30\n`,
     );
     await chmod(hang, 0o755);
     const started = await start({ tenderHvt: hang, canaryDeadline: '500ms' });
@@ -240,7 +240,7 @@ describe('petreld start-up', () => {
     const liar = path.join(dir, 'liar-hvt');
     await writeFile(
       liar,
-      `#!/bin/sh\ncase "$1" in --version) exec '${build}/petrel-hvt' --version;; esac\necho petrel-canary 0000000000000000\nexec sleep 30\n`,
+      `#!/bin/sh\n# petrel-jail-allow: /usr/bin/sleep\ncase "$1" in --version) exec '${build}/petrel-hvt' --version;; esac\necho petrel-canary 0000000000000000\nexec sleep 30\n`,
     );
     await chmod(liar, 0o755);
     const started = await start({ tenderHvt: liar, canaryDeadline: '500ms' });

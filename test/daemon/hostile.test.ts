@@ -9,13 +9,13 @@ import { readdir, symlink } from 'node:fs/promises';
 import { createServer, type Server } from 'node:net';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { claimHolder, DEFAULT_CLAIMS_DIR } from '../../src/host/jail-claims.js';
 import { checkPidRecord, readPidRecords } from '../../src/host/pidrecord.js';
 import { unwrap } from '../../src/resources/errors.js';
-import { TENDER_OVERHEAD_MIB } from '../../src/resources/jail.js';
+import { DEFAULT_ID_RANGE, TENDER_OVERHEAD_MIB } from '../../src/resources/jail.js';
 import { makePolicy } from '../../src/resources/policy.js';
 import { build, canaryImage, kvmUsable, sptCanary } from '../engine/guest.js';
 import { canaryConfig } from '../engine/harness.js';
-import { testJailIds } from '../engine/jail-ids.js';
 import { type Petreld, startPetreld } from '../tls/petreld.js';
 import { commandFrame, type Exchange, open, request, said } from './client.js';
 
@@ -121,7 +121,6 @@ async function attack(kind: 'spt' | 'hvt'): Promise<void> {
       runtimes: kind,
       [kind === 'spt' ? 'tenderSpt' : 'tenderHvt']: tender,
       jail: 'true',
-      jailIds: testJailIds(),
       jailAllow: real,
     },
   );
@@ -183,7 +182,7 @@ async function attack(kind: 'spt' | 'hvt'): Promise<void> {
   const as = (32 + TENDER_OVERHEAD_MIB) * 1024 * 1024;
   const nproc = kind === 'hvt' ? 2 : 1;
   expect(mallory.lines()).toContain(
-    `hostile: limits as=${as}/${as} nproc=${nproc}/${nproc} nofile=64/64 fsize=0/0 core=0/0`,
+    `hostile: limits as=${as}/${as} nproc=${nproc}/${nproc} nofile=64/64 fsize=1048576/1048576 core=0/0`,
   );
 
   // Nothing reached: the host, the other tenant, the services.
@@ -196,14 +195,17 @@ async function attack(kind: 'spt' | 'hvt'): Promise<void> {
   const malloryRecord = unwrap(readPidRecords(p.runDir)).records.find((r) => r.name.path[0] === 'mallory');
   const ids = [uidOf(victimPid), uidOf(malloryRecord?.pid ?? 0)];
   expect(ids[0]).not.toBe(ids[1]);
-  const [first, last] = testJailIds().split('-').map(Number) as [number, number];
-  for (const id of ids) expect(id >= first && id <= last, `id ${id}`).toBe(true);
+  for (const id of ids)
+    expect(id >= DEFAULT_ID_RANGE.first && id <= DEFAULT_ID_RANGE.last, `id ${id}`).toBe(true);
   // petrel node info says which limits are in force.
   const node = JSON.parse(readFileSync(path.join(p.runDir, 'node.json'), 'utf8'));
-  expect(node.jail).toMatchObject({ enabled: true, ids: testJailIds() });
+  expect(node.jail).toMatchObject({ enabled: true, ids: '65536-99999' });
   expect(node.jail.limits).toEqual(expect.arrayContaining(['RLIMIT_NPROC', 'RLIMIT_CORE=0']));
 
-  // Destroyed, a jail leaves nothing: no process, no cgroup, the id free for the next.
+  // Each id is claimed host-wide by this petreld's holder while its tender runs.
+  for (const id of ids) expect(claimHolder(DEFAULT_CLAIMS_DIR, id)).not.toBeNull();
+
+  // Destroyed, a jail leaves nothing: no process, no cgroup, no claim, the id free for the next.
   for (const name of ['mallory:vm', 'victim:vm'])
     expect((await request(vmmd, name, { type: 'unikernel-destroy' })).map(said)).toEqual([
       'destroyed unikernel',

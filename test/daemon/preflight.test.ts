@@ -1,7 +1,7 @@
 // Preflight on real probes of this host: for each missing capability the report says so and the
 // start-up error names it with a fix; what is fatal follows the configured runtimes only.
 
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { chmod, chown, lstat, mkdir, rm, symlink, writeFile } from 'node:fs/promises';
@@ -93,8 +93,10 @@ const byName = (results: readonly CheckResult[], name: string): CheckResult | un
 
 describe('fatal checks are declared by the configuration', () => {
   it('hvt needs kvm and an hvt tender; spt an spt tender; none nothing', () => {
-    const always = ['spawner', 'holder', 'stateDir', 'runDir', 'sockets'];
+    const always = ['spawner', 'holder', 'stateDir', 'runDir', 'sockets', 'jail', 'jail.ids'];
     expect([...requiredChecks(config())].sort()).toEqual(['kvm', 'tenders.hvt', ...always].sort());
+    // Unjailed, the jail is no requirement (preflight warns instead).
+    expect([...requiredChecks(config({ jail: 'false' }))]).not.toContain('jail');
     expect([...requiredChecks(config({ runtimes: 'spt' }))].sort()).toEqual(
       ['tenders.spt', ...always].sort(),
     );
@@ -236,9 +238,12 @@ describe('a host where everything required is there', () => {
       'cpus',
       'memoryMiB',
       'blockStorageMiB',
+      'jail',
+      'jail.ids',
     ]) {
       expect(byName(results, name)?.status).toBe('PASS');
     }
+    expect(byName(results, 'jail')?.detail).toMatch(/jailed as uid 99999 gid 99999 in its own mount/u);
     expect(byName(results, 'tenders.spt')).toMatchObject({ status: 'WARN', fatal: false });
     const table = formatChecks(results);
     expect(table.split('\n')[0]).toMatch(/^CHECK\s+STATUS\s+REQUIRED\s+DETAIL$/u);
@@ -255,6 +260,38 @@ describe('a host where everything required is there', () => {
     });
     expect(report.kvm).toBe(true);
     expect(fatalFailures(results)).toEqual([]);
+  });
+});
+
+describe.skipIf(!isRoot)('the jail', () => {
+  it('off: a warning that names it, nothing required', async () => {
+    const cfg = config({ jail: 'false' });
+    const results = await preflight(cfg, await probe(cfg));
+    expect(byName(results, 'jail')).toMatchObject({
+      status: 'WARN',
+      fatal: false,
+      detail: expect.stringContaining('tenders run unjailed'),
+    });
+    expect(byName(results, 'jail.ids')).toBeUndefined();
+  });
+
+  it('a process under an id of the range that no petreld recorded or claimed is fatal, named', async () => {
+    const id = 99_000 + (process.pid % 900);
+    const stranger = spawn('sleep', ['30'], { uid: id, gid: id, stdio: 'ignore' });
+    try {
+      await new Promise((r) => setTimeout(r, 200));
+      const cfg = config({ jailIds: `${id - 10}-${id + 10}` });
+      const results = await preflight(cfg, await probe(cfg));
+      expect(byName(results, 'jail.ids')).toMatchObject({
+        status: 'FAIL',
+        fatal: true,
+        detail: expect.stringContaining(`process ${stranger.pid} runs as id ${id}`),
+        fix: 'choose another jailIds range',
+      });
+      expect(preflightError(results)?.message).toContain('jail.ids: the jail ids');
+    } finally {
+      stranger.kill('SIGKILL');
+    }
   });
 });
 

@@ -109,6 +109,7 @@ const scenarios: Scenario[] = [
       'image-stored',
       'image-linked',
       'fifo-made',
+      'jail-taken',
       'tap-created',
       'console-opened',
       'tender-spawned',

@@ -39,6 +39,8 @@ export async function testTender(dir: string): Promise<string> {
     wrapper,
     `#!/bin/sh
 # TEST DOUBLE for a KVM host: the real petrel-hvt with a scripted /dev/kvm (see test/engine/guest.ts).
+# What a jail must hold besides this script and its shell (src/host/jail.ts):
+# petrel-jail-allow: ${hvt} ${path.join(build, 'fake-kvm.so')}
 HVT='${hvt}'
 case "$1" in --version|--help) exec "$HVT" "$@";; esac
 state=0; mode=; arg=

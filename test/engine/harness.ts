@@ -12,6 +12,7 @@ import { ConsoleHub } from '../../src/console/hub.js';
 import { Engine, type EngineResponse } from '../../src/engine/engine.js';
 import { createHost, type EngineHost, STATE_FILES } from '../../src/engine/host.js';
 import { unwrap } from '../../src/resources/errors.js';
+import { DEFAULT_ID_RANGE } from '../../src/resources/jail.js';
 import { type Label, type Name, parseName, printName } from '../../src/resources/name.js';
 import { loadPetrelState, type PetrelState } from '../../src/wire/petrel-state.js';
 import { solo5Config } from '../../src/wire/shapes.js';
@@ -139,6 +140,8 @@ export async function makeEngine(
     restart?: ConstructorParameters<typeof Engine>[0]['restart'];
     /** The hvt tender; default the test tender of guest.ts. */
     tenderHvt?: string;
+    /** Jail the tenders (default, unless PETREL_TEST_JAIL=0); false for doubles that fork. */
+    jail?: boolean;
     /** Where the engine logs; default silent (PETREL_TEST_LOG sets a level). */
     log?: pino.Logger;
     /** An Albatross state file start-up imports (`--import-albatross-state`). */
@@ -155,6 +158,11 @@ export async function makeEngine(
   const real = createHost({
     runDir,
     stateDir,
+    // Tenders jailed as petreld jails them by default; PETREL_TEST_JAIL=0 runs them unjailed.
+    jail:
+      process.env.PETREL_TEST_JAIL === '0' || options.jail === false
+        ? null
+        : { ids: DEFAULT_ID_RANGE, allow: [] },
     tapPrefix: 'ptap',
     netns: netns.name,
     tenders: { hvt: tender },

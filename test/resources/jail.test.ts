@@ -25,11 +25,15 @@ describe('the id range', () => {
       expect(parseIdRange(bad).ok, bad).toBe(false);
   });
 
-  it('hands out the lowest free id, holds adopted ones, frees, and says when none is left', () => {
-    const ids = new JailIds({ first: 70_000, last: 70_002 });
+  it('hands out ids in turn, skips held and refused ones, frees, and says when none is left', () => {
+    const ids = new JailIds({ first: 70_000, last: 70_003 });
     expect(ids.hold(70_001)).toBe(true);
     expect(ids.hold(70_001)).toBe(false);
     expect(ids.hold(69_999)).toBe(false);
+    expect(ids.take()).toEqual({ ok: true, value: 70_000 });
+    // Freed, 70000 is not given again before the range went round.
+    ids.free(70_000);
+    expect(ids.take((id) => id === 70_002)).toEqual({ ok: true, value: 70_003 });
     expect(ids.take()).toEqual({ ok: true, value: 70_000 });
     expect(ids.take()).toEqual({ ok: true, value: 70_002 });
     const none = ids.take();
@@ -37,7 +41,7 @@ describe('the id range', () => {
     if (!none.ok)
       expect(none.error).toMatchObject({
         code: 'E_JAIL_IDS',
-        message: expect.stringContaining('70000-70002'),
+        message: expect.stringContaining('70000-70003'),
       });
     ids.free(70_001);
     expect(ids.take()).toEqual({ ok: true, value: 70_001 });
@@ -45,12 +49,12 @@ describe('the id range', () => {
 });
 
 describe('the limits of a launch', () => {
-  it('address space is guest memory plus the overhead; hvt counts the KVM worker; FSIZE is the largest block', () => {
+  it('address space is guest memory plus the overhead; hvt counts the KVM worker; FSIZE the largest block, 1 MiB at least', () => {
     expect(jailLimits({ kind: 'spt', memoryMiB: 32, nets: 0, blockSizesMiB: [] })).toEqual({
       addressSpace: (32 + TENDER_OVERHEAD_MIB) * MIB,
       processes: 1,
       openFiles: 64,
-      fileSize: 0,
+      fileSize: MIB,
     });
     expect(jailLimits({ kind: 'hvt', memoryMiB: 512, nets: 2, blockSizesMiB: [4, 16] })).toEqual({
       addressSpace: (512 + TENDER_OVERHEAD_MIB) * MIB,
@@ -134,7 +138,7 @@ describe('where cgroups go', () => {
       '--limit',
       'nofile=64',
       '--limit',
-      'fsize=0',
+      `fsize=${MIB}`,
       '--cgroup-mkdir',
       dir,
       '--cgroup-write',
@@ -170,7 +174,7 @@ describe('where cgroups go', () => {
       id: 70_002,
       kind: 'hvt',
       cpus: [0],
-      limits: jailLimits({ kind: 'hvt', memoryMiB: 32, nets: 1, blockSizesMiB: [1] }),
+      limits: jailLimits({ kind: 'hvt', memoryMiB: 32, nets: 1, blockSizesMiB: [2] }),
       layout,
       cpuset: { cpus: '0-1', mems: '0' },
       files: [],
@@ -184,6 +188,6 @@ describe('where cgroups go', () => {
     );
     expect(text).toContain('/sys/fs/cgroup/memory/petreld/petrel-tenders/70002/memory.limit_in_bytes=');
     expect(text).toContain('--rw /var/lib/petrel/block/a:b --dev kvm --dev tun');
-    expect(text).toContain('--limit fsize=1048576');
+    expect(text).toContain(`--limit fsize=${2 * MIB}`);
   });
 });

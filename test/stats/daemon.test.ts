@@ -52,6 +52,7 @@ async function statsTender(): Promise<string> {
     wrapper,
     `#!/bin/sh
 # TEST DOUBLE: a scripted net-echo guest for VMs with a net device (test/stats/daemon.test.ts).
+# petrel-jail-allow: ${usual} ${path.join(build, 'petrel-hvt')} ${path.join(build, 'fake-kvm.so')}
 case " $* " in *" --net:"*) ;; *) exec '${usual}' "$@";; esac
 FAKEKVM_SCRIPT='puts,petrel-canary net-echo\\n;${echo};sleep' LD_PRELOAD='${path.join(build, 'fake-kvm.so')}' exec '${path.join(build, 'petrel-hvt')}' "$@"
 `,

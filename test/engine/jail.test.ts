@@ -1,0 +1,119 @@
+// Jailed tenders through the engine (issue 22): each runs under its own id, which owns its block
+// file and taps only while it runs; adoption keeps the id; a start hands back block files that a
+// crash left owned by a jail id; signals reach an spt tender as they do unjailed.
+
+import { execFileSync } from 'node:child_process';
+import { chownSync, readFileSync, statSync } from 'node:fs';
+import { afterEach, describe, expect, it } from 'vitest';
+import { claimHolder, DEFAULT_CLAIMS_DIR } from '../../src/host/jail-claims.js';
+import { unwrap } from '../../src/resources/errors.js';
+import { DEFAULT_ID_RANGE } from '../../src/resources/jail.js';
+import { makePolicy } from '../../src/resources/policy.js';
+import { canaryBlkImage, canaryImage, canaryNetImage, sptCanary } from './guest.js';
+import {
+  canaryConfig,
+  createCommand,
+  makeEngine,
+  name,
+  replyText,
+  type TestEngine,
+  until,
+  waitForLine,
+} from './harness.js';
+
+const engines: TestEngine[] = [];
+afterEach(async () => {
+  for (const t of engines.splice(0).reverse()) await t.close();
+});
+
+const uidOf = (pid: number) =>
+  Number(/^Uid:\s+(\d+)/mu.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1]);
+const inRange = (id: number) => id >= DEFAULT_ID_RANGE.first && id <= DEFAULT_ID_RANGE.last;
+
+describe.skipIf(process.env.PETREL_TEST_JAIL === '0')('a jailed tender', () => {
+  it('owns its block file and tap only while it runs; its id, claim and ownership are gone after', async () => {
+    const t = await makeEngine();
+    engines.push(t);
+    const policy = unwrap(makePolicy({ vms: 2, memory: 64, cpuids: [0], block: 10, bridges: ['br0'] }));
+    expect(replyText(await t.run('team:', { type: 'policy-add', policy }))).toBe('added policy');
+    expect(replyText(await t.run('team:disk', { type: 'block-add', size: 2 }))).toBe('added block device');
+    const block = `${t.stateDir}/block/team:disk`;
+    const config = await canaryConfig(canaryBlkImage, ['wait', 'b'], {
+      blocks: [{ device: 'storage', hostDevice: 'disk', sectorSize: null }],
+    });
+    expect(replyText(await t.run('team:vm', createCommand(config)))).toBe('created unikernel');
+    await waitForLine(t.hub, 'team:vm', 'petrel-canary b');
+    const pid = t.engine.pidOf(name('team:vm')) as number;
+    const id = uidOf(pid);
+    expect(inRange(id)).toBe(true);
+    expect(statSync(block)).toMatchObject({ uid: id, gid: id });
+    expect(claimHolder(DEFAULT_CLAIMS_DIR, id)).not.toBeNull();
+
+    const net = await canaryConfig(canaryNetImage, ['wait', 'n'], {
+      bridges: [{ netif: 'service', bridge: 'br0', mac: null }],
+    });
+    expect(replyText(await t.run('team:net', createCommand(net)))).toBe('created unikernel');
+    await waitForLine(t.hub, 'team:net', 'petrel-canary n');
+    const netId = uidOf(t.engine.pidOf(name('team:net')) as number);
+    expect(netId).not.toBe(id);
+    const taps = execFileSync('ip', ['-n', t.netns.name, '-d', 'link', 'show', 'type', 'tun'], {
+      encoding: 'utf8',
+    });
+    expect(taps).toContain(`user ${netId} group ${netId}`);
+
+    for (const vm of ['team:vm', 'team:net'])
+      expect(replyText(await t.run(vm, { type: 'unikernel-destroy' }))).toBe('destroyed unikernel');
+    expect(statSync(block)).toMatchObject({ uid: 0, gid: 0 });
+    expect(claimHolder(DEFAULT_CLAIMS_DIR, id)).toBeNull();
+    expect(claimHolder(DEFAULT_CLAIMS_DIR, netId)).toBeNull();
+  });
+
+  it('is adopted with its id; a block file a crash left with a jail id goes back to root', async () => {
+    const t = await makeEngine();
+    engines.push(t);
+    const policy = unwrap(makePolicy({ vms: 2, memory: 64, cpuids: [0], block: 10, bridges: [] }));
+    await t.run('team:', { type: 'policy-add', policy });
+    expect(replyText(await t.run('team:stale', { type: 'block-add', size: 1 }))).toBe('added block device');
+    expect(
+      replyText(await t.run('team:vm', createCommand(await canaryConfig(canaryImage, ['wait', 'a'])))),
+    ).toBe('created unikernel');
+    // Jailed once the guest speaks (before its exec the pid is petrel-jail's, still root).
+    await waitForLine(t.hub, 'team:vm', 'petrel-canary a');
+    const pid = t.engine.pidOf(name('team:vm')) as number;
+    const id = uidOf(pid);
+    expect(inRange(id)).toBe(true);
+    await t.crash();
+    // What a crash between chown and release leaves: a block file owned by a jail id.
+    const stale = `${t.stateDir}/block/team:stale`;
+    chownSync(stale, DEFAULT_ID_RANGE.last - 1, DEFAULT_ID_RANGE.last - 1);
+    const second = await t.reopen();
+    engines.push(second);
+    expect(second.engine.pidOf(name('team:vm'))).toBe(pid);
+    expect(uidOf(pid)).toBe(id);
+    expect(statSync(stale).uid).toBe(0);
+    // The adopted id is held: the next tender gets another.
+    expect(
+      replyText(await second.run('team:two', createCommand(await canaryConfig(canaryImage, ['wait', 'c'])))),
+    ).toBe('created unikernel');
+    await waitForLine(second.hub, 'team:two', 'petrel-canary c');
+    expect(uidOf(second.engine.pidOf(name('team:two')) as number)).not.toBe(id);
+  });
+
+  it('spt: SIGTERM still ends the guest at once with the signal (no PID namespace)', async () => {
+    const t = await makeEngine();
+    engines.push(t);
+    expect(replyText(await t.run(':spt', createCommand(await canaryConfig(sptCanary, ['wait', 's']))))).toBe(
+      'created unikernel',
+    );
+    await waitForLine(t.hub, ':spt', 'petrel-canary s');
+    const pid = t.engine.pidOf(name(':spt')) as number;
+    expect(inRange(uidOf(pid))).toBe(true);
+    const stopped = t.engine.shutdownOf(name(':spt'));
+    const at = Date.now();
+    process.kill(pid, 'SIGTERM');
+    // Killed by the signal itself (status 143 to a shell), not by a SIGKILL after a grace.
+    expect(await stopped).toMatchObject({ code: null, signal: 'SIGTERM' });
+    expect(Date.now() - at).toBeLessThan(1_500);
+    await until(() => !t.engine.running.includes(':spt'), 5_000);
+  });
+});
