@@ -10,7 +10,8 @@
  *
  * Keys: key (TLS key file), store (image store directory), image (a stored image), state (state
  * directory), sock (petreld's vmmd.sock), victim (another tenant's tender pid), port (a TCP and
- * a UDP port on 127.0.0.1 that the test listens on), abstract (an abstract unix socket name).
+ * a UDP port on 127.0.0.1 that the test listens on), abstract (an abstract unix socket name);
+ * grow (a block file: write past RLIMIT_FSIZE, which ends it with SIGXFSZ, instead of the guest).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -269,6 +270,18 @@ int main(int argc, char **argv)
         run |= strcmp(argv[i], "hostile:run") == 0;
     if (run)
         attack(argc, argv);
+    /* hostile:grow=FILE: write past RLIMIT_FSIZE into a block file; the kernel's SIGXFSZ ends us. */
+    const char *grow = get(argc, argv, "grow");
+    if (grow) {
+        struct rlimit r;
+        getrlimit(RLIMIT_FSIZE, &r);
+        int fd = open(grow, O_RDWR);
+        printf("hostile: growing %s past %llu bytes (fd %d)\n", grow, (unsigned long long)r.rlim_cur, fd);
+        fflush(stdout);
+        ssize_t n = pwrite(fd, "x", 1, (off_t)r.rlim_cur);
+        printf("hostile: grew %zd: %s\n", n, strerror(errno));
+        return 1;
+    }
     /* The real tender beside this file, with our own arguments left out. */
     char tender[4096];
     const char *slash = strrchr(argv[0], '/');

@@ -639,8 +639,15 @@ export class Engine {
     const { vm } = supervised;
     if (vm.state !== 'running') return;
     vm.state = 'stopping';
+    // A limit of its jail that ended it is named in every line about this exit.
+    const limit = vm.jail === null ? null : await this.#host.jailLimitHit(vm.jail, exit);
     await this.#release(supervised, exit);
-    const fields = { name: printName(vm.name), tenderPid: vm.tender.pid, exit: describeExit(exit) };
+    const fields = {
+      name: printName(vm.name),
+      tenderPid: vm.tender.pid,
+      exit: describeExit(exit),
+      ...(limit === null ? {} : { limit }),
+    };
     if (this.#shuttingDown || vm.transient) {
       this.#log.info(fields, 'unikernel exited');
       vm.tender.forget();

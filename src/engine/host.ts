@@ -39,6 +39,7 @@ import {
   discoverCgroups,
   jailProgram,
   listJailCgroupIds,
+  memoryLimitHit,
   ownerOf,
   ProgramFiles,
   removeJailCgroups,
@@ -121,6 +122,8 @@ export interface EngineHost extends TenderHost {
   makeJail(request: JailRequest): HostResult<Undoable<Jail | null>>;
   /** After its tender exited: its block files back to root, its cgroups removed, its id free. */
   releaseJail(jail: Jail): HostResult<void>;
+  /** Which jail limit ended a tender, if one did (read before releaseJail removes its cgroups). */
+  jailLimitHit(jail: Jail, exit: { code: number | null; signal: string | null }): Promise<string | null>;
   /** An adopted tender's jail (from the holder's meta): its id is taken again. */
   holdJail(id: number, blocks: readonly string[]): Jail;
   /** Its host-wide claim, written again if a crash lost it. */
@@ -401,6 +404,14 @@ export function createHost(options: HostOptions): EngineHost {
       });
     },
     releaseJail: (made) => releaseJail(jail, made),
+    async jailLimitHit(made, exit) {
+      if (jail === null) return null;
+      if (exit.signal === 'SIGXFSZ') return 'RLIMIT_FSIZE';
+      if (exit.signal === 'SIGSYS') return 'system-call filter';
+      if (exit.code === 125) return 'jail set-up (its console says why)';
+      if (exit.signal !== 'SIGKILL') return null;
+      return memoryLimitHit((await jail.setup).layout, made.id);
+    },
     holdJail(id, blocks) {
       jail?.ids.hold(id);
       return { id, prefix: [], limits: null, blocks };

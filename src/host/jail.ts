@@ -189,6 +189,21 @@ export async function removeJailCgroups(layout: CgroupLayout, id: number): Promi
   return ok(undefined);
 }
 
+/** 'memory cgroup' when the memory controller killed a task of jail `id` (an OOM kill), else null. */
+export async function memoryLimitHit(layout: CgroupLayout, id: number): Promise<string | null> {
+  const dir =
+    layout.version === 1 && layout.parents.memory !== undefined
+      ? `${layout.parents.memory}/${id}`
+      : layout.version === 2 && layout.controllers.includes('memory')
+        ? `${layout.parent}/${id}`
+        : null;
+  if (dir === null) return null;
+  const text =
+    (await readOr(path.join(dir, layout.version === 1 ? 'memory.oom_control' : 'memory.events'))) ?? '';
+  const kills = Number(/^oom_kill (\d+)$/mu.exec(text)?.[1] ?? '0');
+  return kills > 0 ? 'memory cgroup' : null;
+}
+
 /** The jail ids that have a cgroup directory (reconciliation removes those nothing runs in). */
 export async function listJailCgroupIds(layout: CgroupLayout): Promise<number[]> {
   const parents =

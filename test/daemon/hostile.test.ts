@@ -4,7 +4,7 @@
 // The second tenant's guest runs under the same program (it execs the real tender at once).
 
 import { createSocket, type Socket as UdpSocket } from 'node:dgram';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, statSync } from 'node:fs';
 import { readdir, symlink } from 'node:fs/promises';
 import { createServer, type Server } from 'node:net';
 import path from 'node:path';
@@ -14,7 +14,7 @@ import { checkPidRecord, readPidRecords } from '../../src/host/pidrecord.js';
 import { unwrap } from '../../src/resources/errors.js';
 import { DEFAULT_ID_RANGE, TENDER_OVERHEAD_MIB } from '../../src/resources/jail.js';
 import { makePolicy } from '../../src/resources/policy.js';
-import { build, canaryImage, kvmUsable, sptCanary } from '../engine/guest.js';
+import { sptCanaryBlk as blkImage, build, canaryImage, kvmUsable, sptCanary } from '../engine/guest.js';
 import { canaryConfig } from '../engine/harness.js';
 import { type Petreld, startPetreld } from '../tls/petreld.js';
 import { commandFrame, type Exchange, open, request, said } from './client.js';
@@ -221,6 +221,54 @@ async function attack(kind: 'spt' | 'hvt'): Promise<void> {
       );
   }
 }
+
+describe('a guest beyond a limit of its jail', () => {
+  it('dies alone, and its exit is logged with the limit', { timeout: 120_000 }, async () => {
+    petreld = await startPetreld(
+      {},
+      { runtimes: 'spt', tenderSpt: hostile, jail: 'true', jailAllow: path.join(build, 'petrel-spt') },
+    );
+    const p = petreld;
+    const vmmd = path.join(p.runDir, 'util', 'vmmd.sock');
+    const policy = unwrap(makePolicy({ vms: 2, memory: 64, cpuids: [0], block: 4, bridges: [] }));
+    const session = open(vmmd, commandFrame('team:', { type: 'policy-add', policy }));
+    expect((await session.waitFor(1)).map(said)).toEqual(['added policy']);
+    session.close();
+    expect((await request(vmmd, 'team:disk', { type: 'block-add', size: 1 })).map(said)).toEqual([
+      'added block device',
+    ]);
+    const create = async (vm: string, args: string[], blocks = false) =>
+      (
+        await request(vmmd, vm, {
+          type: 'unikernel-create',
+          force: false,
+          release: '2.7',
+          config: await canaryConfig(blocks ? blkImage : sptCanary, args, {
+            memory: 32,
+            ...(blocks ? { blocks: [{ device: 'storage', hostDevice: 'disk', sectorSize: null }] } : {}),
+          }),
+        })
+      ).map(said);
+    expect(await create('team:other', ['sleep', '60'])).toEqual(['created unikernel']);
+    const other = consoleOf(p, 'team:other');
+    await until(() => other.lines().some((l) => l.includes('tick 1')), 'the other guest to tick');
+    const block = path.join(p.stateDir, 'block', 'team:disk');
+    expect(await create('team:grow', [`hostile:grow=${block}`, 'wait', 'never'], true)).toEqual([
+      'created unikernel',
+    ]);
+    await until(
+      () => p.logs.some((l) => l.msg === 'unikernel exited' && l.name === 'team:grow'),
+      'the exit to be logged',
+    );
+    const exited = p.logs.find((l) => l.msg === 'unikernel exited' && l.name === 'team:grow');
+    expect(exited).toMatchObject({ exit: 'signal SIGXFSZ', limit: 'RLIMIT_FSIZE' });
+    // The block file is as large as it was, and root's again; the other guest ticks on.
+    expect(statSync(block)).toMatchObject({ size: 1024 * 1024, uid: 0 });
+    const ticks = other.lines().length;
+    await until(() => other.lines().length > ticks, 'the other guest to tick on');
+    other.exchange.close();
+  });
+});
 
 describe('a hostile tender, jailed', () => {
   it('spt: gets out no way of 28, and the other tenant runs on', { timeout: 120_000 }, async () => {
