@@ -119,6 +119,11 @@ export function createMetrics(
     'Bytes read from connections pending admission',
     (c) => c.pendingBytes,
   );
+  pending(
+    'petrel_admission_pending_bytes_peak',
+    'The most bytes pending connections had read at once since the listener opened',
+    (c) => c.peakPendingBytes,
+  );
   const total = (name: string, help: string, pick: (c: GateCounts) => Readonly<Record<string, number>>) =>
     new Counter({
       name,

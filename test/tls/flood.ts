@@ -118,7 +118,11 @@ export interface Target {
 }
 
 /** petreld with its endpoint `inside`, or with `petreld tls-endpoint` as its own process. */
-export async function startTarget(mode: 'inside' | 'process', logLevel = 'warn'): Promise<Target> {
+export async function startTarget(
+  mode: 'inside' | 'process',
+  logLevel = 'warn',
+  extra: readonly string[] = [],
+): Promise<Target> {
   const dir = await mkdtemp(path.join(tmpdir(), 'petrel-flood-'));
   const netns = makeNetns();
   const stops: (() => Promise<void> | void)[] = [
@@ -137,7 +141,7 @@ export async function startTarget(mode: 'inside' | 'process', logLevel = 'warn')
     const files = [`${ca}/cacert.pem`, `${ca}/server.pem`, `${ca}/server.key`] as const;
     const flags = ['--state-dir', `${dir}/state`, '--run-dir', `${dir}/run`];
     flags.push('--tender-hvt', await testTender(dir), '--runtimes', 'hvt', '--canary-deadline', '10s');
-    flags.push('--log-level', logLevel, '--metrics-listen', `127.0.0.1:${metricsPort}`);
+    flags.push('--log-level', logLevel, '--metrics-listen', `127.0.0.1:${metricsPort}`, ...extra);
     if (mode === 'inside') {
       flags.push('--tls-listen', `127.0.0.1:${port}`, '--tls-ca', files[0], '--tls-cert', files[1]);
       flags.push('--tls-key', files[2]);
