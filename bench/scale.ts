@@ -15,6 +15,8 @@
 // more); `info` of all on busy, from connect to the last byte (target ≤ 50 ms, median). The
 // fill prints its rate per tenth; the control's RSS before and after the same batches is what
 // the creates cost a daemon whatever runs.
+// Tenders run jailed (issue 22), as by default; BENCH_SCALE_JAIL=0 runs both daemons with
+// --no-jail, for the unjailed figures beside them.
 // Open files: petreld's holder keeps each tender's console FIFO open; the bench raises its own
 // limit (inherited by the daemons and their holders) with prlimit(1) as far as it may, and says so.
 // BENCH_SCALE_HEAPSNAPSHOTS=DIR: each daemon writes a V8 heap snapshot into DIR on SIGUSR1
@@ -115,6 +117,8 @@ async function startNode(dir: string, label: string): Promise<Node> {
   const runDir = path.join(dir, label, 'run');
   const flags = ['--state-dir', path.join(dir, label, 'state'), '--run-dir', runDir];
   flags.push('--runtimes', 'spt', '--log-level', 'info', '--stop-timeout', '5s');
+  // Jailed tenders, as petreld runs them by default; BENCH_SCALE_JAIL=0 for the unjailed figures.
+  if (process.env.BENCH_SCALE_JAIL === '0') flags.push('--no-jail');
   const env =
     SNAPSHOTS === undefined
       ? {}

@@ -99,6 +99,29 @@ describe.skipIf(process.env.PETREL_TEST_JAIL === '0')('a jailed tender', () => {
     expect(uidOf(second.engine.pidOf(name('team:two')) as number)).not.toBe(id);
   });
 
+  it('a tender an unjailed petreld started is adopted as it is; the next start is jailed', async () => {
+    const t = await makeEngine({ jail: false });
+    engines.push(t);
+    expect(
+      replyText(await t.run(':old', createCommand(await canaryConfig(canaryImage, ['wait', 'o'])))),
+    ).toBe('created unikernel');
+    await waitForLine(t.hub, ':old', 'petrel-canary o');
+    const pid = t.engine.pidOf(name(':old')) as number;
+    expect(uidOf(pid)).toBe(0);
+    await t.crash();
+    const second = await t.reopen({ jail: true });
+    engines.push(second);
+    expect(second.engine.pidOf(name(':old'))).toBe(pid);
+    expect(uidOf(pid)).toBe(0);
+    expect(
+      replyText(await second.run(':new', createCommand(await canaryConfig(canaryImage, ['wait', 'n'])))),
+    ).toBe('created unikernel');
+    await waitForLine(second.hub, ':new', 'petrel-canary n');
+    expect(inRange(uidOf(second.engine.pidOf(name(':new')) as number))).toBe(true);
+    // Destroyed, the unjailed one releases what it had, and nothing of a jail.
+    expect(replyText(await second.run(':old', { type: 'unikernel-destroy' }))).toBe('destroyed unikernel');
+  });
+
   it('spt: SIGTERM still ends the guest at once with the signal (no PID namespace)', async () => {
     const t = await makeEngine();
     engines.push(t);
