@@ -29,6 +29,7 @@ import { type AddressInfo, createConnection, createServer, type Server, type Soc
 import type { Duplex } from 'node:stream';
 import { createSecureContext, type SecureContext, TLSSocket } from 'node:tls';
 import pino, { type Logger } from 'pino';
+import { TransferCollector } from '../host/garbage.js';
 import { Gate, type GateCounts, type Ticket } from '../net/gate.js';
 import { MeteredStream } from '../net/metered.js';
 import { err, ok, type Result } from '../resources/errors.js';
@@ -271,13 +272,26 @@ class Endpoint implements TlsEndpoint {
       if (!done || raw.destroyed) return;
       raw.off('data', onData);
       raw.pause();
-      stream = new MeteredStream(raw, first, () => ticket.read(raw.bytesRead, true));
-      this.#handshake(stream, ticket, remote);
+      // A stock client's leaf carries an image: its handshake passes megabytes through buffers
+      // of this process, collected as they pass, as any bulk transfer's are (host/garbage.ts),
+      // until the handshake is over.
+      const garbage = new TransferCollector();
+      let counted = raw.bytesRead;
+      let handshaking = true;
+      stream = new MeteredStream(raw, first, () => {
+        ticket.read(raw.bytesRead, true);
+        if (!handshaking) return;
+        garbage.moved(raw.bytesRead - counted);
+        counted = raw.bytesRead;
+      });
+      this.#handshake(stream, ticket, remote, () => {
+        handshaking = false;
+      });
     };
     raw.on('data', onData);
   }
 
-  #handshake(stream: MeteredStream, ticket: Ticket, remote: string): void {
+  #handshake(stream: MeteredStream, ticket: Ticket, remote: string, over: () => void): void {
     const socket = new TLSSocket(stream, {
       isServer: true,
       secureContext: this.#context,
@@ -288,6 +302,7 @@ class Endpoint implements TlsEndpoint {
     let handshaking = true;
     socket.once('secure', () => {
       handshaking = false;
+      over();
       this.#serve(socket, remote, ticket).catch((e: unknown) => {
         this.#log.error({
           event: 'tls.internal',
