@@ -219,6 +219,22 @@ describe('deadlines before the chain is checked', () => {
   });
 });
 
+describe('counting and logging', () => {
+  it('evictions are logged at most once a second with their counts; the counters go to the log when asked', async () => {
+    const running = await start({ admission: { firstByteTimeoutMs: 200 }, logCountersEveryMs: 300 });
+    const sockets = await Promise.all(Array.from({ length: 20 }, () => idle(running.port)));
+    await Promise.all(sockets.map(closed));
+    await new Promise((resolve) => setTimeout(resolve, 1200));
+    const shed = running.logs.filter((l) => l.event === 'admission.shed');
+    const times = shed.map((l) => l.time as number);
+    for (let i = 1; i < times.length; i++)
+      expect((times[i] as number) - (times[i - 1] as number)).toBeGreaterThanOrEqual(990);
+    expect(shed.reduce((n, l) => n + ((l['evicted:first-byte-timeout'] as number) ?? 0), 0)).toBe(20);
+    const counters = running.logs.filter((l) => l.event === 'admission.counters');
+    expect(counters.at(-1)).toMatchObject({ listener: 'tls', evicted: { 'first-byte-timeout': 20 } });
+  });
+});
+
 describe('budgets', () => {
   it('idle connections from the client’s own address give way to it; the budget holds after a sweep', async () => {
     const running = await start({ admission: { maxPendingPerAddress: 4, maxPendingConnections: 100 } });
