@@ -21,17 +21,22 @@ export function transferAllowance(bytes: number): number {
 const status = async (pid: number, field: 'VmRSS' | 'VmHWM') =>
   Number(new RegExp(`${field}:\\s+(\\d+)`).exec(await readFile(`/proc/${pid}/status`, 'utf8'))?.[1]) * 1024;
 
+/** petreld's resident memory after full collections and a trim: what it keeps. */
+export async function keptResident(daemon: DaemonProcess): Promise<number> {
+  await daemon.collect();
+  return status(daemon.pid, 'VmRSS');
+}
+
 /**
  * How far petreld's resident memory peaked (VmHWM) above where it was after a collection and
- * trim, while `during` ran.
+ * trim (`before`), while `during` ran.
  */
 export async function peakRise<T>(
   daemon: DaemonProcess,
   during: () => Promise<T>,
-): Promise<{ value: T; bytes: number }> {
-  await daemon.collect();
-  const before = await status(daemon.pid, 'VmRSS');
+): Promise<{ value: T; bytes: number; before: number }> {
+  const before = await keptResident(daemon);
   await writeFile(`/proc/${daemon.pid}/clear_refs`, '5'); // the peak starts again from now
   const value = await during();
-  return { value, bytes: (await status(daemon.pid, 'VmHWM')) - before };
+  return { value, bytes: (await status(daemon.pid, 'VmHWM')) - before, before };
 }
