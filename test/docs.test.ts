@@ -163,6 +163,8 @@ describe('the configuration reference', () => {
 const NOT_KEYS: Readonly<Record<string, { readonly file: string; readonly what: string }>> = {
   hvtSse: { file: 'src/daemon/preflight.ts', what: 'a preflight check' },
   netAdmin: { file: 'src/daemon/preflight.ts', what: 'a preflight check' },
+  stateFree: { file: 'src/daemon/preflight.ts', what: 'a preflight check' },
+  runFree: { file: 'src/daemon/preflight.ts', what: 'a preflight check' },
   readyMs: { file: 'src/daemon/daemon.ts', what: 'a field of the ready log line' },
   probedMs: { file: 'src/daemon/daemon.ts', what: 'a field of the ready log line' },
   restoredMs: { file: 'src/daemon/daemon.ts', what: 'a field of the ready log line' },

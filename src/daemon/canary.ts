@@ -1,6 +1,7 @@
 // The boot canary (issue 8, ARCHITECTURE "Start-up gate"): at every start petreld boots its
 // canary unikernel through the engine's own create → console → destroy path, under a reserved
-// root-level name that is never persisted, and refuses to start if the canary does not speak.
+// root-level name that is never persisted, and refuses to start if the canary does not speak
+// (a canary that could not be made for want of space in the run directory is told apart).
 
 import { randomBytes } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
@@ -88,7 +89,16 @@ export async function runCanary(
   try {
     // Run from its installed file: a start on a full state directory boots it all the same.
     const created = await options.engine.startTransient(CANARY_NAME, config, options.image);
-    if (!created.ok) return fail(created.error.message);
+    if (!created.ok) {
+      // No room in the run directory for its FIFO or PID record: said apart (daemon.ts starts
+      // anyway, so the guests it adopted stay manageable on a full disk).
+      if (created.error.code === 'E_HOST_NOSPACE')
+        return err('E_CANARY', `boot canary failed: ${created.error.message}`, {
+          noSpace: true,
+          ...created.error.details,
+        });
+      return fail(created.error.message);
+    }
     const exited = options.engine.shutdownOf(CANARY_NAME);
     let timer: NodeJS.Timeout | undefined;
     const outcome = await Promise.race([

@@ -264,6 +264,16 @@ export function createDaemon(options: DaemonOptions): Daemon {
         return err('E_CANARY', `boot canary failed: the canary image canary.${runtime} is not installed`);
       }
       const booted = await runCanary({ engine, hub, image, deadlineMs: config.canaryDeadline });
+      if (!booted.ok && booted.error.details?.noSpace === true) {
+        // A full run directory: nothing can be created, but the adopted guests must stay
+        // manageable (info, console, destroy). Every other canary failure still refuses.
+        const { runDir, free } = booted.error.details as { runDir?: string; free?: number };
+        log.warn(
+          { runtime, runDir, free, problem: booted.error.message },
+          'boot canary not run: no space in the run directory; petreld starts, creates are refused until there is',
+        );
+        continue;
+      }
       if (!booted.ok) {
         await stop({ stopGuests: false });
         return err('E_CANARY', `${runtime} ${booted.error.message}`);

@@ -10,7 +10,7 @@ import { holderProgram } from '../host/holder.js';
 import { accountsInRange, discoverCgroups, jailProgram, processesInRange } from '../host/jail.js';
 import { claimHolder, DEFAULT_CLAIMS_DIR } from '../host/jail-claims.js';
 import { checkPidRecord, readPidRecords } from '../host/pidrecord.js';
-import { fileSystemFree, isNoSpace } from '../host/space.js';
+import { fileSystemFree, isNoSpace, RUN_DIR_NEEDED } from '../host/space.js';
 import { spawnerProgram } from '../host/spawner.js';
 import { err, type PetrelError } from '../resources/errors.js';
 import { cgroupLimits, printIdRange } from '../resources/jail.js';
@@ -148,6 +148,21 @@ async function checkStateFree(config: PetrelConfig): Promise<Outcome> {
   return failed(
     `${free} bytes free in ${config.stateDir}, below stateMinFree (${config.stateMinFree}): creates and block devices are refused`,
     'free space in the state directory (destroy unikernels, remove block devices) or give it a larger file system',
+  );
+}
+
+/**
+ * The run directory's free space (issue 23): a WARN, never fatal, when a create could not have
+ * its FIFO and PID record there, so petreld still starts and serves the guests it adopts.
+ */
+async function checkRunFree(config: PetrelConfig): Promise<Outcome> {
+  const free = await fileSystemFree(config.runDir).catch(() => null);
+  if (free === null) return passed('free space not known');
+  if (free >= RUN_DIR_NEEDED) return passed(`${free} bytes free in ${config.runDir}`);
+  return failed(
+    `${free} bytes free in the run directory ${config.runDir}, ${RUN_DIR_NEEDED} needed for a create: ` +
+      'creates are refused, the boot canary is not run, node.json and PID records may not be written',
+    'free space in the run directory (or give it a larger file system)',
   );
 }
 
@@ -351,6 +366,7 @@ export async function preflight(
   results.push(check('stateDir', await checkDirectory('stateDir', config.stateDir, uid)));
   results.push(check('runDir', await checkDirectory('runDir', config.runDir, uid)));
   results.push(result('stateFree', await checkStateFree(config), false));
+  results.push(result('runFree', await checkRunFree(config), false));
   results.push(check('sockets', checkSockets(config.runDir)));
   results.push(await tlsCheck(config, required.has('tls'), options.now ?? new Date()));
   results.push(...(await jailChecks(config, required)));

@@ -48,7 +48,7 @@ import {
 import { claimId, DEFAULT_CLAIMS_DIR, listClaims, releaseClaim } from '../host/jail-claims.js';
 import { blockDir, blockPath, fifoDir, pidRecordPath } from '../host/paths.js';
 import { readPidRecords, removePidRecord, stopRecordedProcess } from '../host/pidrecord.js';
-import { StateSpace } from '../host/space.js';
+import { checkRunDir, inRunDir, StateSpace } from '../host/space.js';
 import { listOwnedTaps, removeTap, TapNames } from '../host/tap.js';
 import type { Undoable } from '../host/undo.js';
 import { err, ok, type PetrelError, type Result } from '../resources/errors.js';
@@ -346,16 +346,35 @@ export function createHost(options: HostOptions): EngineHost {
       return ok(path);
     },
 
-    stageImage: (chunks, compressed) => stageImage(options.stateDir, chunks, { ...stageLimits, compressed }),
+    // A create that cannot have its FIFO, PID record and link in the run directory is refused
+    // before its image is staged, and each run-directory step's ENOSPC names the space.
+    async stageImage(chunks, compressed) {
+      const room = await checkRunDir(options.runDir);
+      if (!room.ok) return room;
+      return stageImage(options.stateDir, chunks, { ...stageLimits, compressed });
+    },
     discardStaged,
     storeImage: (staged) => commitImage(options.stateDir, staged),
     removeStoredImage: (digest) => removeImage(options.stateDir, digest),
     verifyImage: (image) => verifyImage(options.stateDir, image),
     openImage: (image) => openImage(options.stateDir, image),
     storedImagePath: (digest) => storedImagePath(options.stateDir, digest),
-    linkImage: (name, digest, file) => linkImage(options.runDir, options.stateDir, name, digest, file),
+    async linkImage(name, digest, file) {
+      const room = await checkRunDir(options.runDir);
+      if (!room.ok) return room;
+      const linked = await linkImage(options.runDir, options.stateDir, name, digest, file);
+      return linked.ok ? linked : { ok: false, error: await inRunDir(options.runDir, linked.error) };
+    },
     cleanStore: (referenced) => cleanStore(options.stateDir, referenced),
-    makeFifo: (name) => makeFifo(options.runDir, name, fifos.create),
+    async makeFifo(name) {
+      const made = await makeFifo(options.runDir, name, fifos.create);
+      return made.ok ? made : { ok: false, error: await inRunDir(options.runDir, made.error) };
+    },
+    async spawnTender(argv, fifo, name, meta, jailed) {
+      // Its PID record is written in the run directory once it runs (src/tender/process.ts).
+      const spawned = await tenders.spawnTender(argv, fifo, name, meta, jailed);
+      return spawned.ok ? spawned : { ok: false, error: await inRunDir(options.runDir, spawned.error) };
+    },
     createTap: (bridge, owner) => tapNames.create(bridge, owner),
     async makeJail(request) {
       if (jail === null) return ok({ value: null, undo: async () => undefined });

@@ -177,7 +177,11 @@ export async function launch(
   const command = jail === null ? argv.value : [...jail.prefix, ...argv.value.slice(3)];
   const tender = await host.spawnTender(command, fifoPath, name, meta, jail !== null);
   if (!tender.ok)
-    return fail({ ...tender.error, message: TEXT.consoleFailed, details: { cause: tender.error.message } });
+    return fail(
+      tender.error.code === 'E_HOST_NOSPACE'
+        ? tender.error
+        : { ...tender.error, message: TEXT.consoleFailed, details: { cause: tender.error.message } },
+    );
   undo.push('tender', async () => {
     await tender.value.stop(ctx.stopTimeoutMs);
     tender.value.forget();

@@ -17,7 +17,8 @@ export type WriteSite =
   | 'block-extend'
   | 'block-data'
   | 'reserve'
-  | 'run-file';
+  | 'run-file'
+  | 'fifo';
 
 export type Injector = (site: WriteSite, file: string) => string | null;
 

@@ -7,6 +7,7 @@ import path from 'node:path';
 import { err, ok, type PetrelError, PetrelException, type Result } from '../resources/errors.js';
 import type { Name } from '../resources/name.js';
 import { runCommand } from './command.js';
+import { writeFault } from './faults.js';
 import { type FileError, ioError, unlinkIfPresent } from './files.js';
 import { containedPath, fifoDir, fifoPath } from './paths.js';
 import type { Undoable } from './undo.js';
@@ -47,6 +48,9 @@ export async function makeFifoAt(
   // A FIFO left from an earlier run of this name is reused as Albatross does, and left in place
   // on undo: its reader (the console) may still hold it.
   if (before.value === 'fifo') return ok({ value: file, undo: async () => undefined });
+  // A test's ENOSPC or EDQUOT for the FIFO (src/host/faults.ts), where mkfifo would meet it.
+  const fault = writeFault('fifo', file);
+  if (fault !== null) return { ok: false, error: ioError('mkfifo', file, fault) };
   const made = await create(file);
   if (!made.ok) {
     const now = await kindOf(file);

@@ -11,6 +11,41 @@ import { writeFault } from './faults.js';
 import { unlinkIfPresent } from './files.js';
 import { blockDir } from './paths.js';
 
+/**
+ * What a create needs in the run directory: its image link, its console FIFO and its PID record,
+ * a block each at most (a FIFO takes an inode only, a short link none on tmpfs).
+ */
+export const RUN_DIR_NEEDED = 16 * 1024;
+
+/** The refusal of a create for want of room in the run directory. */
+export function runDirRefusal(runDir: string, free: number, cause?: string): SpaceError {
+  return err(
+    'E_HOST_NOSPACE',
+    `could not create unikernel: no space in the run directory ${runDir}: ${free} bytes free, ` +
+      `${RUN_DIR_NEEDED} needed${cause === undefined ? '' : ` (${cause})`}`,
+    { runDir, free, needed: RUN_DIR_NEEDED, ...(cause === undefined ? {} : { cause }) },
+  ).error;
+}
+
+/** Refuses a create before it makes anything when the run directory has not the room it needs. */
+export async function checkRunDir(runDir: string): Promise<Result<void, SpaceError>> {
+  const free = await fileSystemFree(runDir).catch(() => Number.POSITIVE_INFINITY);
+  return free < RUN_DIR_NEEDED ? { ok: false, error: runDirRefusal(runDir, free) } : ok(undefined);
+}
+
+/**
+ * A run-directory step's failure: when it is ENOSPC or EDQUOT (the FIFO, the PID record, the
+ * image link), the refusal that names the space; any other error as it was.
+ */
+export async function inRunDir<E extends PetrelError>(runDir: string, error: E): Promise<E | SpaceError> {
+  const errno = (error.details as { errno?: unknown } | undefined)?.errno;
+  // mkfifo (a command: Node has none) says it in words.
+  const said = /No space left on device|Disk quota exceeded/u.test(error.message);
+  if (!isNoSpace({ code: errno }) && !said) return error;
+  const free = await fileSystemFree(runDir).catch(() => 0);
+  return runDirRefusal(runDir, free, error.message);
+}
+
 /** `<state-dir>/petrel.reserve`: preallocated bytes given up when a freeing commit needs room. */
 export const RESERVE_FILE = 'petrel.reserve';
 
