@@ -8,7 +8,7 @@ import path from 'node:path';
 import { runCommand } from '../host/command.js';
 import { holderProgram } from '../host/holder.js';
 import { accountsInRange, discoverCgroups, jailProgram, processesInRange } from '../host/jail.js';
-import { claimHolder, DEFAULT_CLAIMS_DIR } from '../host/jail-claims.js';
+import { claimHolder, claimId, DEFAULT_CLAIMS_DIR, releaseClaim } from '../host/jail-claims.js';
 import { checkPidRecord, readPidRecords } from '../host/pidrecord.js';
 import { fileSystemFree, isNoSpace, RUN_DIR_NEEDED } from '../host/space.js';
 import { spawnerProgram } from '../host/spawner.js';
@@ -400,11 +400,15 @@ async function jailChecks(config: PetrelConfig, required: ReadonlySet<string>): 
     results.push(check('jail', failed(program.error.message, 'build the native parts: make -C native')));
   } else {
     const jailer = program.value;
-    const probe = await runCommand(
-      jailer,
-      ['--id', String(config.jailIds.last), '--ro', jailer, '--', jailer, '--probe'],
-      { label: 'petrel-jail --probe', timeoutMs: 10_000 },
-    );
+    // The probe's id is claimed for its few milliseconds, so that another petreld's preflight
+    // does not take it for a stranger's process.
+    let id = config.jailIds.last;
+    while (id > config.jailIds.first && !claimId(DEFAULT_CLAIMS_DIR, id, process.pid)) id--;
+    const probe = await runCommand(jailer, ['--id', String(id), '--ro', jailer, '--', jailer, '--probe'], {
+      label: 'petrel-jail --probe',
+      timeoutMs: 10_000,
+    });
+    releaseClaim(DEFAULT_CLAIMS_DIR, id);
     results.push(
       check(
         'jail',

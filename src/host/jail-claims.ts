@@ -5,9 +5,9 @@
 // stale and taken over; a start releases its own holder's claims that no adopted tender holds.
 // Synchronous: a few bytes on tmpfs.
 
-import { closeSync, mkdirSync, openSync, readdirSync, readFileSync, writeSync } from 'node:fs';
+import { closeSync, linkSync, mkdirSync, openSync, readdirSync, readFileSync, writeSync } from 'node:fs';
 import path from 'node:path';
-import { unlinkIfPresentSync } from './files.js';
+import { temporaryName, unlinkIfPresentSync } from './files.js';
 import { checkPidRecord, processStartTime } from './pidrecord.js';
 
 /** Where claims live unless configured otherwise (one directory for the whole host). */
@@ -30,22 +30,30 @@ export function claimHolder(dir: string, id: number): number | null {
   return now.ok && now.value === 'alive' ? claim.pid : null;
 }
 
+/**
+ * Creates `file` holding `pid` and its start time, or false when it exists. Written to a
+ * temporary file and linked into place, so no reader ever sees a claim without its content
+ * (which it would take for a stale one).
+ */
 function write(file: string, pid: number): boolean {
   const start = processStartTime(pid);
   if (!start.ok) return false;
-  let fd: number;
-  try {
-    fd = openSync(file, 'wx', 0o600);
-  } catch (cause) {
-    if ((cause as NodeJS.ErrnoException).code === 'EEXIST') return false;
-    throw cause;
-  }
+  const temp = temporaryName(file);
+  const fd = openSync(temp, 'wx', 0o600);
   try {
     writeSync(fd, `${pid} ${start.value}\n`);
   } finally {
     closeSync(fd);
   }
-  return true;
+  try {
+    linkSync(temp, file);
+    return true;
+  } catch (cause) {
+    if ((cause as NodeJS.ErrnoException).code === 'EEXIST') return false;
+    throw cause;
+  } finally {
+    unlinkIfPresentSync(temp);
+  }
 }
 
 /** Claims `id` for the tenders of `holder`: false when a live holder has it; a stale claim is taken over. */
