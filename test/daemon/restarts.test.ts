@@ -203,10 +203,16 @@ describe('petreld restarts are not guest restarts', () => {
       });
       expect(said(created[0])).toBe('created unikernel');
       const seen = continues(await readCounter(consoleSocket, 0, 10), 0);
+      // petreld acknowledges a line to the holder at most two turns of its event loop after
+      // handling it (setImmediate): three requests answered one after another mean those turns
+      // have come, so the holder's `acked` is at least `seen` when petreld dies (the marker
+      // counts from there). On a busy machine petreld could otherwise be killed in between.
+      for (let i = 0; i < 3; i++) await infoNames(`${run}/util/vmmd.sock`);
       daemon.child.kill('SIGKILL');
       await daemon.exited;
-      // ~25 bytes every 5 ms: far more than 1 KiB while no petreld reads.
-      await new Promise((r) => setTimeout(r, 1_000));
+      // ~25 bytes every 5 ms for 2 s: 10 KiB, ten times the holder's 1 KiB buffer, so it
+      // overflows even when a busy machine gives the guest a fraction of its time.
+      await new Promise((r) => setTimeout(r, 2_000));
       daemon = await startDaemon(dir, netns.name, ['--console-buffer', '1024']);
       const lines = await readCounter(consoleSocket, seen, 10);
       const marker = lines.findIndex((l) => l.startsWith('[petrel: '));
