@@ -160,6 +160,29 @@ tlsKey = "key.pem"
     expect(loaded.ok && loaded.value.config.fleetDb).toBeNull();
   });
 
+  it('jails by default; --no-jail (or jail = false in the file) does not; --no-jail with --jail is an error', async () => {
+    const plain = await loadConfig([], { cwd: dir });
+    expect(plain.ok && [plain.value.config.jail, plain.value.config.jailIds]).toEqual([
+      true,
+      { first: 65_536, last: 99_999 },
+    ]);
+    const off = await loadConfig(['--no-jail'], { cwd: dir });
+    expect(off.ok && off.value.config.jail).toBe(false);
+    await writeFile(path.join(dir, 'j.toml'), 'jail = false\njailIds = "70000-70999"\n');
+    const file = await loadConfig(['--config', 'j.toml'], { cwd: dir });
+    expect(file.ok && [file.value.config.jail, file.value.config.jailIds]).toEqual([
+      false,
+      { first: 70_000, last: 70_999 },
+    ]);
+    const both = await loadConfig(['--no-jail', '--jail', 'true'], { cwd: dir });
+    expect(!both.ok && both.error).toMatchObject({
+      code: 'E_CONFIG',
+      message: '--no-jail and --jail: give one of them',
+    });
+    const nobody = await loadConfig(['--jail-ids', '65000-66000'], { cwd: dir });
+    expect(!nobody.ok && nobody.error.message).toContain('--jail-ids: the range must not hold 65534');
+  });
+
   it('reads JSON when the file is named *.json', async () => {
     await writeFile(
       path.join(dir, 'c.json'),
