@@ -2,6 +2,8 @@
 // malloc trim (what is kept, not garbage a busy machine has not collected yet) and compared with
 // the size of the transfer, never with an absolute figure (those belong in bench/).
 import { readFile, writeFile } from 'node:fs/promises';
+import v8 from 'node:v8';
+import vm from 'node:vm';
 import type { DaemonProcess } from './daemon/process.js';
 
 /**
@@ -39,4 +41,30 @@ export async function peakRise<T>(
   await writeFile(`/proc/${daemon.pid}/clear_refs`, '5'); // the peak starts again from now
   const value = await during();
   return { value, bytes: (await status(daemon.pid, 'VmHWM')) - before, before };
+}
+
+let gc: (() => void) | null = null;
+
+/**
+ * This process's JS heap plus Buffer memory after full collections: what it keeps (for tests
+ * that measure code running in the test process). Buffer memory is freed on a background thread
+ * after a collection, which a busy machine runs late: collections go on, 20 ms apart, until
+ * Buffer memory stops falling (at least 3, at most 2 s).
+ */
+export async function keptHere(): Promise<number> {
+  if (gc === null) {
+    v8.setFlagsFromString('--expose-gc');
+    gc = vm.runInNewContext('gc') as () => void;
+  }
+  let last = Number.POSITIVE_INFINITY;
+  const deadline = Date.now() + 2000;
+  for (let round = 0; ; round++) {
+    gc();
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    const buffers = process.memoryUsage().arrayBuffers;
+    if ((round >= 2 && buffers >= last) || Date.now() > deadline) break;
+    last = buffers;
+  }
+  const usage = process.memoryUsage();
+  return usage.heapUsed + usage.arrayBuffers;
 }
