@@ -39,6 +39,8 @@ const WRITE_SITES: WriteSite[] = [
   'replace:rename',
   'append:write',
   'append:fdatasync',
+  'fifo',
+  'run-file',
 ];
 
 type Op =
