@@ -5,7 +5,7 @@
 
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { type AdmissionLimits, AdmissionTable, MOVING_MS } from '../src/resources/admission.js';
+import { type AdmissionLimits, AdmissionTable, MOVING_MS, NEW_MS } from '../src/resources/admission.js';
 
 const RUNS = Number(process.env.PROPERTY_RUNS ?? 300);
 const KiB = 1024;
@@ -66,10 +66,10 @@ describe('admission table', () => {
             expect(e).toBeDefined();
             // Deadlines cut whoever misses them; a budget makes room only from the idle.
             if (id !== reading && BUDGETS.has(reason)) {
-              // Never one that read within MOVING_MS; one accepted within it only to admit a
-              // newcomer beyond twice the budget, and only if it never read.
+              // Never one that read within MOVING_MS; one accepted within NEW_MS only to admit
+              // a newcomer beyond twice the budget, and only if it never read.
               if (e?.lastRead != null) expect(now - e.lastRead).toBeGreaterThanOrEqual(MOVING_MS);
-              else if (!atAccept) expect(now - (e?.accepted ?? 0)).toBeGreaterThanOrEqual(MOVING_MS);
+              else if (!atAccept) expect(now - (e?.accepted ?? 0)).toBeGreaterThanOrEqual(NEW_MS);
             }
             live.delete(id);
             expect(t.has(id)).toBe(false);
@@ -150,8 +150,8 @@ describe('admission table', () => {
         keys.forEach((key, id) => {
           t.admit(id, key, 0);
         });
-        // Nobody read: once their first second is over, every connection may be evicted.
-        t.tick(MOVING_MS);
+        // Nobody read: once NEW_MS is over, every connection may be evicted.
+        t.tick(NEW_MS);
         expect(t.pending).toBeLessThanOrEqual(l.maxPending);
         for (const key of ['a', 'b', 'c'])
           expect(t.pendingAt(key)).toBeLessThanOrEqual(l.maxPendingPerAddress);

@@ -5,20 +5,21 @@
 // 1. A connection is *pending* from accept until the listener settles it (for TLS: until the
 //    chain check returns). Every decision below concerns pending connections only.
 // 2. Progress is recency: the pending connection silent the longest (since its last read, or
-//    its accept) makes the least progress. One that read or was accepted within `MOVING_MS` is
-//    *moving* and is never evicted for a budget; nor is one we paused ourselves (held). A new
-//    client has that second to send its ClientHello, which any client does at once, and is
-//    moving from then on; an idle flood socket is not, once its second is over.
+//    its accept) makes the least progress. One that read within `MOVING_MS`, or was accepted
+//    within `NEW_MS` and has sent nothing yet, is *moving* and is never evicted for a budget;
+//    nor is one we paused ourselves (held). A new client has those seconds to send its
+//    ClientHello, which any client does at once, and is moving from then on; an idle flood
+//    socket is not, once they are over.
 // 3. Socket budgets (`maxPending`, `maxPendingPerAddress`) are enforced by `tick`, which evicts
-//    the least-progress connections above them. Until they are a second old the table may
-//    grow to twice `maxPending` (the bound on descriptors); beyond, an accept evicts the
-//    least-progress connection at once (one in its first second if it has sent nothing), and
-//    is refused only when every one has read within the last second.
+//    the least-progress connections above them. With sockets within `NEW_MS` of their accept
+//    the table may grow to twice `maxPending` (the bound on descriptors); beyond, an accept
+//    evicts the least-progress connection at once (a young one if it has sent nothing), and is
+//    refused only when every one has read within `MOVING_MS`.
 // 4. Byte budgets are reservations, so they never deadlock: a connection's first `smallBytes`
 //    (any ordinary handshake) are always let through; beyond that it must hold a reservation
 //    of `largeBytes` (the largest handshake the listener allows) from the global and its
 //    address's byte budget. Without one it is held (the shell stops reading it) until one
-//    frees; a non-moving reservation holder is evicted to make room first. Bytes read
+//    frees; a reservation holder silent for half its stall time is evicted to make room first. Bytes read
 //    therefore stay within the budgets plus `smallBytes` per pending socket.
 // 5. Deadlines: the first byte within `firstByteMs` of the accept; the first TLS record
 //    (ClientHello) complete within `helloMs`; then a credit of at most `stallMs` that drains in
@@ -26,8 +27,14 @@
 //    never cut, a stalled one is cut `stallMs` after its last byte. A held connection's clock
 //    is stopped while it is held.
 
-/** How long after a read (or its accept) a connection counts as moving. */
+/** How long after a read a connection counts as moving. */
 export const MOVING_MS = 1000;
+/**
+ * How long after its accept a connection that has sent nothing is spared: long enough for a
+ * client to send its ClientHello on a busy machine, and it makes an idle flood that re-opens
+ * what is closed cycle three times slower than a second would.
+ */
+export const NEW_MS = 3000;
 
 export interface AdmissionLimits {
   readonly maxPending: number;
@@ -223,7 +230,15 @@ export class AdmissionTable {
     }
     const evict: Eviction[] = [];
     while (!this.#canReserve(entry.key)) {
-      const victim = this.#leastProgress(now, (e) => e.reserved && this.#needsRoomFrom(e, entry.key));
+      // A bulk transfer pauses longer than a handshake does (a busy sender, a slow link): a
+      // reservation goes to another only once its holder has been silent half its stall time.
+      const victim = this.#leastProgress(
+        now,
+        (e) =>
+          e.reserved &&
+          this.#needsRoomFrom(e, entry.key) &&
+          now - (e.lastReadAt ?? e.acceptedAt) >= l.stallMs / 2,
+      );
       if (victim === null) break;
       evict.push({ id: victim.id, reason: 'byte-budget' });
       this.remove(victim.id);
@@ -366,4 +381,4 @@ export class AdmissionTable {
 }
 
 const isMoving = (entry: Entry, now: number): boolean =>
-  now - (entry.lastReadAt ?? entry.acceptedAt) < MOVING_MS;
+  entry.lastReadAt === null ? now - entry.acceptedAt < NEW_MS : now - entry.lastReadAt < MOVING_MS;

@@ -7,6 +7,7 @@ import {
   AdmissionTable,
   addressKey,
   MOVING_MS,
+  NEW_MS,
 } from '../../src/resources/admission.js';
 
 const KiB = 1024;
@@ -98,7 +99,7 @@ describe('socket budgets', () => {
   it('above the per-address budget the silent-longest is evicted, not a moving one, not the newcomer', () => {
     const t = table();
     for (let id = 0; id < 4; id++) t.admit(id, 'a', id * 10);
-    const later = 30 + MOVING_MS;
+    const later = 30 + NEW_MS;
     t.read(0, 200, false, later - 10); // the oldest is moving
     t.admit(9, 'a', later);
     expect(t.tick(later + 1).evict).toEqual([{ id: 1, reason: 'address-budget' }]);
@@ -106,17 +107,17 @@ describe('socket budgets', () => {
     expect(t.has(0)).toBe(true);
   });
 
-  it('a connection accepted within the last second is not evicted for a budget: it may yet speak', () => {
+  it('a connection accepted within NEW_MS that has sent nothing is not evicted for a budget: it may yet speak', () => {
     const t = table({ maxPendingPerAddress: 1 });
     t.admit(1, 'a', 0);
     t.admit(2, 'a', 500);
-    expect(t.tick(900).evict).toEqual([]);
-    expect(t.tick(MOVING_MS).evict).toEqual([{ id: 1, reason: 'address-budget' }]);
-    // The newcomer spoke within its second: it stays however long the budget is exceeded.
-    t.read(2, 100, false, 800);
-    t.admit(3, 'a', 1500);
-    expect(t.tick(1700).evict).toEqual([]);
-    expect(t.tick(1500 + MOVING_MS).evict).toEqual([{ id: 2, reason: 'address-budget' }]);
+    expect(t.tick(NEW_MS - 1).evict).toEqual([]);
+    t.read(2, 100, false, 2500);
+    expect(t.tick(NEW_MS).evict).toEqual([{ id: 1, reason: 'address-budget' }]);
+    // The newcomer spoke: it is moving for MOVING_MS after its last byte, then it may go.
+    t.admit(3, 'a', NEW_MS);
+    expect(t.tick(2500 + MOVING_MS - 1).evict).toEqual([]);
+    expect(t.tick(2500 + MOVING_MS).evict).toEqual([{ id: 2, reason: 'address-budget' }]);
   });
 
   it('when every pending connection is moving, the budget waits; once they fall silent they give way', () => {
@@ -133,11 +134,11 @@ describe('socket budgets', () => {
     const t = table({ maxPending: 2 });
     for (let id = 0; id < 4; id++) t.admit(id, `k${id}`, id);
     t.read(0, 10, false, 4);
-    // In their first second, but id 1 sent nothing and is the oldest such: it goes.
+    // Young, but id 1 sent nothing and is the oldest such: it goes.
     expect(t.admit(4, 'k4', 5)).toEqual({ admitted: true, evict: [{ id: 1, reason: 'budget' }] });
     for (const id of [2, 3, 4]) t.read(id, 10, false, 6);
     expect(t.admit(5, 'k5', 7)).toEqual({ admitted: false, reason: 'budget' });
-    expect(t.admit(6, 'k6', 5 + MOVING_MS)).toEqual({ admitted: true, evict: [{ id: 0, reason: 'budget' }] });
+    expect(t.admit(6, 'k6', 4 + MOVING_MS)).toEqual({ admitted: true, evict: [{ id: 0, reason: 'budget' }] });
   });
 
   it('the global budget takes from every address', () => {
@@ -146,7 +147,7 @@ describe('socket budgets', () => {
     t.admit(2, 'b', 10);
     t.admit(3, 'c', 20);
     t.admit(4, 'd', 30);
-    expect(t.tick(30 + MOVING_MS).evict).toEqual([{ id: 1, reason: 'budget' }]);
+    expect(t.tick(30 + NEW_MS).evict).toEqual([{ id: 1, reason: 'budget' }]);
   });
 });
 
@@ -172,7 +173,11 @@ describe('byte reservations', () => {
     t.admit(1, 'a', 0);
     t.admit(2, 'b', 0);
     t.read(1, 1 * MiB, true, 10);
-    const later = 10 + MOVING_MS;
+    // Silent for a second only: a bulk sender may pause so; it keeps its reservation.
+    expect(t.read(2, 1 * MiB, true, 10 + MOVING_MS).hold).toBe(true);
+    t.remove(2);
+    t.admit(2, 'b', 0);
+    const later = 10 + LIMITS.stallMs / 2;
     expect(t.read(2, 1 * MiB, true, later)).toEqual({
       hold: false,
       evict: [{ id: 1, reason: 'byte-budget' }],

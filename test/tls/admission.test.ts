@@ -239,7 +239,7 @@ describe('budgets', () => {
   it('idle connections from the client’s own address give way to it; the budget holds after a sweep', async () => {
     const running = await start({ admission: { maxPendingPerAddress: 4, maxPendingConnections: 100 } });
     const flood = await Promise.all(Array.from({ length: 12 }, () => idle(running.port)));
-    await new Promise((resolve) => setTimeout(resolve, 1500));
+    await new Promise((resolve) => setTimeout(resolve, 3400));
     expect(running.endpoint.counts().pending).toBeLessThanOrEqual(4);
     const served = await session(running.port, client);
     expect(served.frames.map((f) => f.payload.kind)).toEqual(['reply']);
@@ -255,7 +255,7 @@ describe('budgets', () => {
     const others = await Promise.all(
       Array.from({ length: 3 }, () => idle(running.port, undefined, '127.0.0.3')),
     );
-    await new Promise((resolve) => setTimeout(resolve, 1500));
+    await new Promise((resolve) => setTimeout(resolve, 3400));
     expect(flood.filter((s) => !s.destroyed).length).toBe(3);
     expect(others.filter((s) => !s.destroyed).length).toBe(3);
   });
