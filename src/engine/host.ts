@@ -2,6 +2,7 @@
 // undo. The real implementation composes src/host and src/tender; tests wrap it to inject
 // failures at any step (the engine never reaches the host any other way).
 
+import { randomInt } from 'node:crypto';
 import { chmod, type FileHandle, mkdir, readFile, rename, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { readBlockData, replaceBlockData } from '../host/blockdata.js';
@@ -596,7 +597,7 @@ interface JailState {
 function jailState(options: JailOptions): JailState {
   const state: JailState = {
     options,
-    ids: new JailIds(options.ids),
+    ids: new JailIds(options.ids, randomInt(options.ids.first, options.ids.last + 1)),
     files: new ProgramFiles(),
     program: options.program === undefined ? jailProgram() : ok(options.program),
     claims: options.claims ?? DEFAULT_CLAIMS_DIR,

@@ -48,9 +48,14 @@ export class JailIds {
   readonly #taken = new Set<number>();
   #next: number;
 
-  constructor(range: IdRange) {
+  /**
+   * `start` is where the rotation begins (clamped into the range): the shell picks it at random,
+   * so a petreld started again does not hand out first the ids its predecessor's tenders have
+   * just left.
+   */
+  constructor(range: IdRange, start: number = range.first) {
     this.#range = range;
-    this.#next = range.first;
+    this.#next = this.contains(start) ? start : range.first;
   }
 
   get range(): IdRange {
@@ -102,7 +107,12 @@ const MIB = 1024 * 1024;
 export interface JailLimits {
   /** RLIMIT_AS and the memory cgroup's limit, bytes. */
   readonly addressSpace: number;
-  /** RLIMIT_NPROC and pids.max: the tender itself, and for hvt the kernel's per-VM KVM worker. */
+  /**
+   * RLIMIT_NPROC and pids.max: the tender itself, for hvt the kernel's per-VM KVM worker (made
+   * inside the first KVM_RUN, which fails with EAGAIN when it does not fit), and room for what a
+   * dead predecessor under the same id may still leave for a moment. Fork and clone are refused
+   * by the jail's filter anyway; this bounds what a filter bypass could make.
+   */
   readonly processes: number;
   readonly openFiles: number;
   /**
@@ -120,7 +130,7 @@ export function jailLimits(launch: {
 }): JailLimits {
   return {
     addressSpace: (launch.memoryMiB + TENDER_OVERHEAD_MIB) * MIB,
-    processes: launch.kind === 'hvt' ? 2 : 1,
+    processes: launch.kind === 'hvt' ? 4 : 2,
     openFiles: 64 + launch.nets + launch.blockSizesMiB.length,
     fileSize: Math.max(1, ...launch.blockSizesMiB) * MIB,
   };

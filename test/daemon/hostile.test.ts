@@ -180,7 +180,7 @@ async function attack(kind: 'spt' | 'hvt'): Promise<void> {
   expect(mallory.lines()).toContain(`hostile: done, ${allowed.length} escaped`);
   // Its limits, soft = hard, as the jail set them for a 32 MiB guest.
   const as = (32 + TENDER_OVERHEAD_MIB) * 1024 * 1024;
-  const nproc = kind === 'hvt' ? 2 : 1;
+  const nproc = kind === 'hvt' ? 4 : 2;
   expect(mallory.lines()).toContain(
     `hostile: limits as=${as}/${as} nproc=${nproc}/${nproc} nofile=64/64 fsize=1048576/1048576 core=0/0`,
   );

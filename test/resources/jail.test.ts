@@ -38,6 +38,9 @@ describe('the id range', () => {
     expect(ids.take()).toEqual({ ok: true, value: 70_002 });
     const none = ids.take();
     expect(none.ok).toBe(false);
+    // A rotation may start anywhere in the range (the shell starts it at random), never outside.
+    expect(new JailIds({ first: 70_000, last: 70_003 }, 70_002).take()).toEqual({ ok: true, value: 70_002 });
+    expect(new JailIds({ first: 70_000, last: 70_003 }, 80_000).take()).toEqual({ ok: true, value: 70_000 });
     if (!none.ok)
       expect(none.error).toMatchObject({
         code: 'E_JAIL_IDS',
@@ -49,16 +52,16 @@ describe('the id range', () => {
 });
 
 describe('the limits of a launch', () => {
-  it('address space is guest memory plus the overhead; hvt counts the KVM worker; FSIZE the largest block, 1 MiB at least', () => {
+  it('address space is guest memory plus the overhead; hvt counts the KVM worker, both leave room for a dead predecessor; FSIZE the largest block, 1 MiB at least', () => {
     expect(jailLimits({ kind: 'spt', memoryMiB: 32, nets: 0, blockSizesMiB: [] })).toEqual({
       addressSpace: (32 + TENDER_OVERHEAD_MIB) * MIB,
-      processes: 1,
+      processes: 2,
       openFiles: 64,
       fileSize: MIB,
     });
     expect(jailLimits({ kind: 'hvt', memoryMiB: 512, nets: 2, blockSizesMiB: [4, 16] })).toEqual({
       addressSpace: (512 + TENDER_OVERHEAD_MIB) * MIB,
-      processes: 2,
+      processes: 4,
       openFiles: 68,
       fileSize: 16 * MIB,
     });
@@ -134,7 +137,7 @@ describe('where cgroups go', () => {
       '--limit',
       `as=${96 * MIB}`,
       '--limit',
-      'nproc=1',
+      'nproc=2',
       '--limit',
       'nofile=64',
       '--limit',
@@ -148,7 +151,7 @@ describe('where cgroups go', () => {
       '--cgroup-write',
       `${dir}/70001/memory.max=${96 * MIB}`,
       '--cgroup-write',
-      `${dir}/70001/pids.max=1`,
+      `${dir}/70001/pids.max=2`,
       '--cgroup-write',
       `${dir}/70001/cpuset.cpus=0,1`,
       '--cgroup-join',
