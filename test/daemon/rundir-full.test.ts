@@ -3,8 +3,9 @@
 // run directory filled; petreld starts on it all the same (a WARN names the run directory and
 // its bytes free, the boot canary is not run, and says so), adopts both with their pids, serves
 // info, console and destroy; a create is refused naming the space, leaving nothing behind; once
-// there is room a create works. ENOSPC is injected where a tmpfs would not meet it (a FIFO is an
-// inode, no data): at the FIFO's creation (petreld's call site of mkfifo) and the PID record,
+// there is room a create works. A first start on a full run directory (no holder running, as
+// after a reboot: the holder starts with a log it cannot write) serves the same. ENOSPC is
+// injected where a tmpfs would not meet it (a FIFO is an inode, no data): at the FIFO's creation (petreld's call site of mkfifo) and the PID record,
 // each a clean refusal naming the space; a canary that meets it is a WARN, while a canary that
 // fails for another reason (EIO injected at its FIFO) still stops the start.
 import { execFileSync } from 'node:child_process';
@@ -219,6 +220,34 @@ describe('a full run directory', () => {
         daemon = await start(dir).catch(() => null);
       await daemon?.stop('SIGUSR2');
       // The holder (this test's petreld started it) leaves once its last tender is gone.
+      for (let i = 0; i < 100 && processesOn(`${run}/holder`).length > 0; i++)
+        await new Promise((r) => setTimeout(r, 50));
+      execFileSync('umount', [run]);
+    }
+  }, 120_000);
+
+  it('a first start on a full run directory (no holder yet: its log cannot be written) serves and refuses creates by the space', async () => {
+    const dir = await mkdtemp(path.join(base, 'case-'));
+    const run = `${dir}/run`;
+    await mkdir(run);
+    execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=1m,mode=0700', 'tmpfs', run]);
+    const socket = `${run}/util/vmmd.sock`;
+    let daemon: DaemonProcess | null = null;
+    try {
+      // As after a host reboot: the directories exist, no holder runs, the disk is full.
+      await (await start(dir)).stop('SIGUSR2');
+      for (let i = 0; i < 100 && processesOn(`${run}/holder`).length > 0; i++)
+        await new Promise((r) => setTimeout(r, 50));
+      expect(processesOn(`${run}/holder`)).toEqual([]);
+      await fill(`${run}/filler`);
+      daemon = await start(dir);
+      expect(await logged(daemon, 'boot canary not run')).toContain('no space in the run directory');
+      expect(processesOn(`${run}/holder`)).toHaveLength(1);
+      expect(await infoNames(socket)).toEqual([]);
+      expect(await create(socket, 'vm')).toMatch(NOSPACE(run));
+      expect(await leftBehind(dir)).toMatchObject({ links: [], fifos: [], records: [], stored: [] });
+    } finally {
+      await daemon?.stop('SIGUSR2');
       for (let i = 0; i < 100 && processesOn(`${run}/holder`).length > 0; i++)
         await new Promise((r) => setTimeout(r, 50));
       execFileSync('umount', [run]);
