@@ -434,11 +434,12 @@ async function jailChecks(config: PetrelConfig, required: ReadonlySet<string>): 
   );
   // Tenders of this run directory, and those of another petreld of this host whose holder has
   // claimed the id (src/host/jail-claims.ts), are no strangers.
-  // A claim is written before its tender takes the id and removed only once it is dead, so a
-  // process still there after its claim was looked for is a stranger; one that died meanwhile
-  // was a tender whose claim went with it (a destroy racing this check), not a stranger.
+  // A child of a petrel-holder is a tender of this host's petrelds, whatever its claim says at
+  // this instant. A claim is written before its tender takes the id and removed once it is dead,
+  // so a process still there after its claim was looked for is a stranger; one that died
+  // meanwhile was a tender whose claim went with it (a destroy racing this check).
   const unclaimed = processesInRange(config.jailIds).filter(
-    (p) => !recorded.has(p.pid) && claimHolder(DEFAULT_CLAIMS_DIR, p.uid) === null,
+    (p) => !p.underHolder && !recorded.has(p.pid) && claimHolder(DEFAULT_CLAIMS_DIR, p.uid) === null,
   );
   const still = new Set(processesInRange(config.jailIds).map((p) => `${p.pid}:${p.uid}`));
   const strangers = unclaimed.filter((p) => still.has(`${p.pid}:${p.uid}`));

@@ -238,9 +238,12 @@ export async function ownerOf(file: string): Promise<number | null> {
   }
 }
 
-/** Processes whose real, effective, saved or file-system uid lies in `range`, with that uid. */
-export function processesInRange(range: IdRange): { pid: number; uid: number }[] {
-  const found: { pid: number; uid: number }[] = [];
+/**
+ * Processes whose real, effective, saved or file-system uid lies in `range`, with that uid, and
+ * whether their parent is a petrel-holder (a tender of this or another petreld of the host).
+ */
+export function processesInRange(range: IdRange): { pid: number; uid: number; underHolder: boolean }[] {
+  const found: { pid: number; uid: number; underHolder: boolean }[] = [];
   let entries: string[];
   try {
     entries = readdirSync('/proc');
@@ -258,9 +261,19 @@ export function processesInRange(range: IdRange): { pid: number; uid: number }[]
     const ids = /^Uid:\s+(.*)$/mu.exec(status)?.[1]?.split(/\s+/u).map(Number) ?? [];
     const gids = /^Gid:\s+(.*)$/mu.exec(status)?.[1]?.split(/\s+/u).map(Number) ?? [];
     const hit = [...ids, ...gids].find((id) => id >= range.first && id <= range.last);
-    if (hit !== undefined) found.push({ pid: Number(entry), uid: hit });
+    if (hit === undefined) continue;
+    const parent = /^PPid:\s+(\d+)$/mu.exec(status)?.[1];
+    found.push({ pid: Number(entry), uid: hit, underHolder: parent !== undefined && isHolder(parent) });
   }
   return found;
+}
+
+function isHolder(pid: string): boolean {
+  try {
+    return readFileSync(`/proc/${pid}/comm`, 'utf8').trim() === 'petrel-holder';
+  } catch {
+    return false;
+  }
 }
 
 /** Users and groups of the passwd and group databases (NSS, as `getent` enumerates them) in `range`. */

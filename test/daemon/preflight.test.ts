@@ -276,7 +276,8 @@ describe.skipIf(!isRoot)('the jail', () => {
   });
 
   it('a process under an id of the range that no petreld recorded or claimed is fatal, named', async () => {
-    const id = 99_000 + (process.pid % 900);
+    // Outside the default range, so that no other test's petreld meets this stranger.
+    const id = 1_900_000_000 + (process.pid % 900);
     const stranger = spawn('sleep', ['30'], { uid: id, gid: id, stdio: 'ignore' });
     try {
       await new Promise((r) => setTimeout(r, 200));
