@@ -8,7 +8,7 @@
 // bookworm's) is injected at the journal's write with its errno and refused the same way.
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, open, readdir, readFile, rm, stat, statfs } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -17,6 +17,7 @@ import { chunkFrames } from '../../src/wire/framing.js';
 import { canaryImage, repo, testTender } from '../engine/guest.js';
 import { canaryConfig, makeNetns, storedState } from '../engine/harness.js';
 import { commandFrame, open as openSession, request, said } from './client.js';
+import { tenderPids, unikernelLabels } from './guests.js';
 import { type DaemonProcess, launchDaemon } from './process.js';
 
 const MIB = 1024 * 1024;
@@ -73,30 +74,6 @@ function imageOf(seed: string): Buffer {
     block = createHash('sha256').update(block).digest();
   }
   return Buffer.concat([canary, tail]);
-}
-
-/** Each unikernel's tender pid, found by the image link it was given. */
-async function tenders(run: string): Promise<Record<string, number>> {
-  const found: Record<string, number> = {};
-  for (const pid of await readdir('/proc')) {
-    if (!/^\d+$/u.test(pid)) continue;
-    let argv: string[];
-    try {
-      argv = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
-    } catch {
-      continue;
-    }
-    const file = argv.find((a) => a.startsWith(`${run}/`) && a.endsWith('.img'));
-    if (file) found[path.basename(file, '.img').replace(/^:/u, '')] = Number(pid);
-  }
-  return found;
-}
-
-async function infoNames(socket: string): Promise<string[]> {
-  const replies = await request(socket, ':', { type: 'unikernel-info', release: '2.7' });
-  const payload = replies[0]?.payload;
-  if (payload?.kind !== 'reply' || payload.reply.type !== 'unikernel-info') return [];
-  return payload.reply.entries.map((e) => e.name.label as string).sort();
 }
 
 /** Writes a file until the file system says ENOSPC: the disk is then really full. */
@@ -181,7 +158,7 @@ describe('a full state directory', () => {
       expect(said(exchange.messages[0])).toMatch(
         new RegExp(`image stream does not fit: no space in the state directory ${state}: \\d+ bytes free`),
       );
-      expect(await infoNames(socket)).toEqual([...created].sort());
+      expect(await unikernelLabels(socket)).toEqual([...created].sort());
       expect((await readdir(`${state}/images`)).filter((f) => f.startsWith('.'))).toEqual([]);
       // A block device of known size that cannot fit is refused before a file is made.
       const block = said((await request(socket, ':disk', { type: 'block-add', size: 8 }))[0]);
@@ -193,8 +170,8 @@ describe('a full state directory', () => {
       // Nothing is left of it, and the disk is now full for real.
       await fill(`${state}/filler`);
       expect(Number((await statfs(state)).bavail)).toBe(0);
-      const pids = await tenders(`${dir}/run`);
-      expect(Object.keys(pids).sort()).toEqual([...created].sort());
+      const pids = await tenderPids(`${dir}/run`);
+      expect(Object.keys(pids).sort()).toEqual(created.map((n) => `:${n}`).sort());
       const stateFiles = async () =>
         Promise.all(
           ['petrel.state', 'petrel.journal'].map(async (f) => {
@@ -209,8 +186,8 @@ describe('a full state directory', () => {
       // On tmpfs a journal entry that fits the last page of the file needs no new page: the
       // first append of this start meets ENOSPC by injection, so the reserve is used for sure.
       daemon = await start(dir, { PETREL_TEST_WRITE_FAULT: 'append:write@petrel.journal=ENOSPC#1' });
-      expect(await infoNames(socket)).toEqual([...created].sort());
-      expect(await tenders(`${dir}/run`)).toEqual(pids);
+      expect(await unikernelLabels(socket)).toEqual([...created].sort());
+      expect(await tenderPids(`${dir}/run`)).toEqual(pids);
       // A start that adopts every guest leaves the state files as they were.
       expect(await stateFiles()).toEqual(filesBefore);
 
@@ -225,7 +202,7 @@ describe('a full state directory', () => {
         await new Promise((r) => setTimeout(r, 50));
       expect(daemon.stderr()).toContain('the reserve is given up for a freeing command');
       const kept = created.slice(2);
-      expect(await infoNames(socket)).toEqual([...kept].sort());
+      expect(await unikernelLabels(socket)).toEqual([...kept].sort());
       const answer = await create(socket, 'again', 'image again');
       expect(said(answer[0])).toBe('created unikernel');
       const { store, named } = await storeAndState(state);
@@ -236,7 +213,7 @@ describe('a full state directory', () => {
       daemon.child.kill('SIGKILL');
       await daemon.exited;
       daemon = await start(dir);
-      expect(await infoNames(socket)).toEqual([...kept, 'again'].sort());
+      expect(await unikernelLabels(socket)).toEqual([...kept, 'again'].sort());
     } finally {
       await daemon?.stop('SIGUSR2');
     }
@@ -250,13 +227,13 @@ describe('a full state directory', () => {
       daemon = await start(dir, { PETREL_TEST_WRITE_FAULT: 'append:write@petrel.journal=EDQUOT#1' });
       const refused = await create(socket, 'quota', 'image quota');
       expect(said(refused[0])).toMatch(/EDQUOT/u);
-      expect(await infoNames(socket)).toEqual([]);
+      expect(await unikernelLabels(socket)).toEqual([]);
       expect((await storedState(`${dir}/state`)).unikernels).toEqual([]);
       daemon.child.kill('SIGKILL');
       await daemon.exited;
       daemon = await start(dir);
-      expect(await infoNames(socket)).toEqual([]);
-      expect(await tenders(`${dir}/run`)).toEqual({});
+      expect(await unikernelLabels(socket)).toEqual([]);
+      expect(await tenderPids(`${dir}/run`)).toEqual({});
       expect(await readdir(`${dir}/state/images`)).toEqual([]);
       expect(said((await create(socket, 'quota', 'image quota'))[0])).toBe('created unikernel');
     } finally {

@@ -22,6 +22,7 @@ import {
 } from '../engine/guest.js';
 import { canaryConfig, makeNetns } from '../engine/harness.js';
 import { commandFrame, open, request, said } from './client.js';
+import { tenderPids, unikernelLabels } from './guests.js';
 import { type DaemonProcess, launchDaemon } from './process.js';
 
 const runtime = kvmUsable ? 'hvt' : 'spt';
@@ -50,23 +51,6 @@ function startDaemon(dir: string, netns: string, extra: string[] = []): Promise<
   return launchDaemon(flags, { PETREL_TEST_NETNS: netns, PETREL_FAKE_KVM: '1' });
 }
 
-/** Each unikernel's tender pid, found by the image file it was given, as the kernel sees them. */
-async function tenders(run: string): Promise<Record<string, number>> {
-  const found: Record<string, number> = {};
-  for (const pid of await readdir('/proc')) {
-    if (!/^\d+$/u.test(pid)) continue;
-    let argv: string[];
-    try {
-      argv = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
-    } catch {
-      continue;
-    }
-    const file = argv.find((a) => a.startsWith(`${run}/`) && a.endsWith('.img'));
-    if (file) found[path.basename(file, '.img')] = Number(pid);
-  }
-  return found;
-}
-
 /** What lies around for the unikernels: FIFOs, PID records (name → pid), taps. */
 async function artefacts(run: string, netns: ReturnType<typeof makeNetns>) {
   const records: Record<string, number> = {};
@@ -82,12 +66,8 @@ async function artefacts(run: string, netns: ReturnType<typeof makeNetns>) {
   return { records, fifos, taps };
 }
 
-async function infoNames(socket: string): Promise<string[]> {
-  const replies = await request(socket, ':', { type: 'unikernel-info', release: '2.7' });
-  const payload = replies[0]?.payload;
-  if (payload?.kind !== 'reply' || payload.reply.type !== 'unikernel-info') return [];
-  return payload.reply.entries.map((e) => `:${e.name.label}`).sort();
-}
+const infoNames = async (socket: string): Promise<string[]> =>
+  (await unikernelLabels(socket)).map((label) => `:${label}`);
 
 const consoleLines = (messages: readonly Wire[]): string[] =>
   messages.flatMap((m) =>
@@ -160,7 +140,7 @@ describe('petreld restarts are not guest restarts', () => {
         });
         expect(said(created[0])).toBe('created unikernel');
       }
-      const pids = await tenders(run);
+      const pids = await tenderPids(run);
       expect(Object.keys(pids).sort()).toEqual(names);
       const before = await artefacts(run, netns);
       expect(before.fifos).toEqual(names);
@@ -173,14 +153,14 @@ describe('petreld restarts are not guest restarts', () => {
         daemon.child.kill(signal);
         await daemon.exited;
         daemon = await startDaemon(dir, netns.name);
-        expect(await tenders(run), `after restart ${i + 1} (${signal})`).toEqual(pids);
+        expect(await tenderPids(run), `after restart ${i + 1} (${signal})`).toEqual(pids);
         expect(await infoNames(vmmd)).toEqual(names);
         expect(await artefacts(run, netns)).toEqual(before);
         last = continues(await readCounter(consoleSocket, last, 2), last);
       }
       // The explicit mode: every guest stopped, nothing left.
       await daemon.stop('SIGUSR2');
-      expect(await tenders(run)).toEqual({});
+      expect(await tenderPids(run)).toEqual({});
       expect((await artefacts(run, netns)).taps).toEqual([]);
     } finally {
       await daemon.stop('SIGUSR2');

@@ -17,6 +17,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { canaryImage, repo, testTender } from '../engine/guest.js';
 import { canaryConfig, makeNetns, storedState } from '../engine/harness.js';
 import { commandFrame, open as openSession, request, said } from './client.js';
+import { tenderPids, unikernelLabels } from './guests.js';
 import { type DaemonProcess, launchDaemon } from './process.js';
 
 let base: string;
@@ -79,30 +80,6 @@ const create = async (socket: string, vm: string) =>
       })
     )[0],
   );
-
-async function infoNames(socket: string): Promise<string[]> {
-  const replies = await request(socket, ':', { type: 'unikernel-info', release: '2.7' });
-  const payload = replies[0]?.payload;
-  if (payload?.kind !== 'reply' || payload.reply.type !== 'unikernel-info') return [];
-  return payload.reply.entries.map((e) => e.name.label as string).sort();
-}
-
-/** Each unikernel's tender pid, found by the image link it was given. */
-async function tenders(run: string): Promise<Record<string, number>> {
-  const found: Record<string, number> = {};
-  for (const pid of await readdir('/proc')) {
-    if (!/^\d+$/u.test(pid)) continue;
-    let argv: string[];
-    try {
-      argv = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
-    } catch {
-      continue;
-    }
-    const file = argv.find((a) => a.startsWith(`${run}/`) && a.endsWith('.img'));
-    if (file) found[path.basename(file, '.img').replace(/^:/u, '')] = Number(pid);
-  }
-  return found;
-}
 
 /** petreld's log once it holds `text` (pino writes it asynchronously: it may come after READY). */
 async function logged(daemon: DaemonProcess, text: string): Promise<string> {
@@ -182,8 +159,8 @@ describe('a full run directory', () => {
     try {
       daemon = await start(dir);
       for (const vm of ['a', 'b']) expect(await create(socket, vm)).toBe('created unikernel');
-      const pids = await tenders(run);
-      expect(Object.keys(pids).sort()).toEqual(['a', 'b']);
+      const pids = await tenderPids(run);
+      expect(Object.keys(pids).sort()).toEqual([':a', ':b']);
       daemon.child.kill('SIGKILL');
       await daemon.exited;
       await fill(filler);
@@ -196,22 +173,22 @@ describe('a full run directory', () => {
         new RegExp(`"check":"runFree","status":"WARN","detail":"0 bytes free in the run directory ${run}`),
       );
       expect(log).toContain('boot canary not run: no space in the run directory');
-      expect(await infoNames(socket)).toEqual(['a', 'b']);
-      expect(await tenders(run)).toEqual(pids);
+      expect(await unikernelLabels(socket)).toEqual(['a', 'b']);
+      expect(await tenderPids(run)).toEqual(pids);
       await prints(run, 'a', 'petrel-canary a');
 
       const before = await leftBehind(dir);
       expect(await create(socket, 'c')).toMatch(NOSPACE(run));
       expect(await leftBehind(dir)).toEqual(before);
-      expect(await infoNames(socket)).toEqual(['a', 'b']);
+      expect(await unikernelLabels(socket)).toEqual(['a', 'b']);
 
       expect(said((await request(socket, ':a', { type: 'unikernel-destroy' }))[0])).toBe(
         'destroyed unikernel',
       );
-      expect(await infoNames(socket)).toEqual(['b']);
+      expect(await unikernelLabels(socket)).toEqual(['b']);
       await rm(filler);
       expect(await create(socket, 'c')).toBe('created unikernel');
-      expect(await infoNames(socket)).toEqual(['b', 'c']);
+      expect(await unikernelLabels(socket)).toEqual(['b', 'c']);
       await prints(run, 'c', 'petrel-canary c');
     } finally {
       // Its guests stopped (a petreld on the emptied directory stops them), then unmounted.
@@ -243,7 +220,7 @@ describe('a full run directory', () => {
       daemon = await start(dir);
       expect(await logged(daemon, 'boot canary not run')).toContain('no space in the run directory');
       expect(processesOn(`${run}/holder`)).toHaveLength(1);
-      expect(await infoNames(socket)).toEqual([]);
+      expect(await unikernelLabels(socket)).toEqual([]);
       expect(await create(socket, 'vm')).toMatch(NOSPACE(run));
       expect(await leftBehind(dir)).toMatchObject({ links: [], fifos: [], records: [], stored: [] });
     } finally {
@@ -267,8 +244,8 @@ describe('a full run directory', () => {
       const before = await leftBehind(dir);
       expect(await create(socket, 'vm')).toMatch(NOSPACE(`${dir}/run`));
       expect(await leftBehind(dir)).toEqual(before);
-      expect(await tenders(`${dir}/run`)).toEqual({});
-      expect(await infoNames(socket)).toEqual([]);
+      expect(await tenderPids(`${dir}/run`)).toEqual({});
+      expect(await unikernelLabels(socket)).toEqual([]);
       // The next one (the fault was the first only) is created.
       expect(await create(socket, 'vm')).toBe('created unikernel');
       await daemon.stop('SIGUSR2');
