@@ -7,7 +7,13 @@ import { lstat, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { runCommand } from '../host/command.js';
 import { holderProgram } from '../host/holder.js';
-import { accountsInRange, discoverCgroups, jailProgram, processesInRange } from '../host/jail.js';
+import {
+  accountsInRange,
+  discoverCgroups,
+  jailProgram,
+  type ProcessInRange,
+  processesInRange,
+} from '../host/jail.js';
 import { claimHolder, claimId, DEFAULT_CLAIMS_DIR, releaseClaim } from '../host/jail-claims.js';
 import { checkPidRecord, readPidRecords } from '../host/pidrecord.js';
 import { fileSystemFree, isNoSpace, RUN_DIR_NEEDED } from '../host/space.js';
@@ -380,6 +386,25 @@ export async function preflight(
  * claimed by another petreld's holder on this host), and
  * which cgroups the jails get (never fatal: without them the resource limits still hold).
  */
+/** How long a process in the jail range has to go before it counts as a stranger's. */
+const STRANGER_GRACE_MS = 3000;
+
+/**
+ * The processes `scan` finds now that it still finds, the same ones (pid and start time), after
+ * up to `graceMs`: those that went meanwhile were dying. Returns at once when none are found.
+ */
+async function persisting(scan: () => ProcessInRange[], graceMs: number): Promise<ProcessInRange[]> {
+  const key = (p: ProcessInRange): string => `${p.pid}:${p.startTime}:${p.uid}`;
+  let left = scan();
+  const until = Date.now() + graceMs;
+  while (left.length > 0 && Date.now() < until) {
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    const now = new Set(scan().map(key));
+    left = left.filter((p) => now.has(key(p)));
+  }
+  return left;
+}
+
 async function jailChecks(config: PetrelConfig, required: ReadonlySet<string>): Promise<CheckResult[]> {
   if (!config.jail) {
     return [
@@ -433,20 +458,26 @@ async function jailChecks(config: PetrelConfig, required: ReadonlySet<string>): 
       .map((record) => record.pid),
   );
   // Tenders of this run directory, and those of another petreld of this host whose holder has
-  // claimed the id (src/host/jail-claims.ts), are no strangers.
-  // A child of a petrel-holder is a tender of this host's petrelds, whatever its claim says at
-  // this instant. A claim is written before its tender takes the id and removed once it is dead,
-  // so a process still there after its claim was looked for is a stranger; one that died
-  // meanwhile was a tender whose claim went with it (a destroy racing this check).
-  const unclaimed = processesInRange(config.jailIds).filter(
-    (p) => !p.underHolder && !recorded.has(p.pid) && claimHolder(DEFAULT_CLAIMS_DIR, p.uid) === null,
-  );
-  const still = new Set(processesInRange(config.jailIds).map((p) => `${p.pid}:${p.uid}`));
-  const strangers = unclaimed.filter((p) => still.has(`${p.pid}:${p.uid}`));
+  // claimed the id (src/host/jail-claims.ts), are no strangers; nor is a child of a petrel-holder,
+  // whatever its claim says at that instant. A claim is written before its tender takes the id and
+  // removed once it is dead, so what is left is a stranger, or a tender dying: one whose holder
+  // was killed (its claim went with the holder) is killed in turn by its parent-death signal,
+  // tears its guest's memory down, and stays a zombie until init reaps it (seen: 1.6 s under a
+  // container's init). A zombie runs nothing; a live process still there, the same one, after
+  // the grace is a stranger.
+  const unclaimed = (): ProcessInRange[] =>
+    processesInRange(config.jailIds).filter(
+      (p) =>
+        !p.zombie &&
+        !p.underHolder &&
+        !recorded.has(p.pid) &&
+        claimHolder(DEFAULT_CLAIMS_DIR, p.uid) === null,
+    );
+  const strangers = await persisting(unclaimed, STRANGER_GRACE_MS);
   const users = accounts.ok ? accounts.value : [accounts.error.message];
   const problems = [
     ...users,
-    ...strangers.slice(0, 5).map((p) => `process ${p.pid} runs as id ${p.uid}`),
+    ...strangers.slice(0, 5).map((p) => `process ${p.pid} (${p.comm}, parent ${p.ppid}) runs as id ${p.uid}`),
     ...(strangers.length > 5 ? [`and ${strangers.length - 5} more processes`] : []),
   ];
   results.push(

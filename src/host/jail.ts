@@ -16,6 +16,7 @@ import {
 } from '../resources/jail.js';
 import { runCommand } from './command.js';
 import { bundledProgram } from './native.js';
+import { processStartTime } from './pidrecord.js';
 
 export type JailError = PetrelError<'E_JAIL'>;
 
@@ -238,12 +239,24 @@ export async function ownerOf(file: string): Promise<number | null> {
   }
 }
 
-/**
- * Processes whose real, effective, saved or file-system uid lies in `range`, with that uid, and
- * whether their parent is a petrel-holder (a tender of this or another petreld of the host).
- */
-export function processesInRange(range: IdRange): { pid: number; uid: number; underHolder: boolean }[] {
-  const found: { pid: number; uid: number; underHolder: boolean }[] = [];
+/** A process that runs under an id of a jail range, as /proc showed it. */
+export interface ProcessInRange {
+  pid: number;
+  /** The id in the range it runs under (real, effective, saved or file-system uid or gid). */
+  uid: number;
+  /** Whether its parent is a petrel-holder (a tender of this or another petreld of the host). */
+  underHolder: boolean;
+  ppid: number;
+  comm: string;
+  /** Dead, waiting for its parent to reap it: it runs nothing and holds no file. */
+  zombie: boolean;
+  /** Its start time in clock ticks: with the pid, who it is (pids are reused). */
+  startTime: string;
+}
+
+/** Processes whose real, effective, saved or file-system uid or gid lies in `range`. */
+export function processesInRange(range: IdRange): ProcessInRange[] {
+  const found: ProcessInRange[] = [];
   let entries: string[];
   try {
     entries = readdirSync('/proc');
@@ -262,13 +275,18 @@ export function processesInRange(range: IdRange): { pid: number; uid: number; un
     const gids = /^Gid:\s+(.*)$/mu.exec(status)?.[1]?.split(/\s+/u).map(Number) ?? [];
     const hit = [...ids, ...gids].find((id) => id >= range.first && id <= range.last);
     if (hit === undefined) continue;
-    const parent = /^PPid:\s+(\d+)$/mu.exec(status)?.[1];
-    found.push({ pid: Number(entry), uid: hit, underHolder: parent !== undefined && isHolder(parent) });
+    const ppid = Number(/^PPid:\s+(\d+)$/mu.exec(status)?.[1] ?? '0');
+    const comm = /^Name:\s+(.*)$/mu.exec(status)?.[1] ?? '?';
+    const start = processStartTime(Number(entry));
+    if (!start.ok) continue; // gone meanwhile
+    const startTime = start.value;
+    const zombie = /^State:\s+[ZX]/mu.test(status);
+    found.push({ pid: Number(entry), uid: hit, underHolder: isHolder(ppid), ppid, comm, zombie, startTime });
   }
   return found;
 }
 
-function isHolder(pid: string): boolean {
+function isHolder(pid: number): boolean {
   try {
     return readFileSync(`/proc/${pid}/comm`, 'utf8').trim() === 'petrel-holder';
   } catch {

@@ -18,6 +18,7 @@ import {
   probeOptions,
   requiredChecks,
 } from '../../src/daemon/preflight.js';
+import { processesInRange } from '../../src/host/jail.js';
 import {
   bundledKvmProbePath,
   type CapabilityReport,
@@ -25,6 +26,7 @@ import {
   probeHost,
 } from '../../src/tender/probe.js';
 import { tempDir } from '../host/helpers.js';
+import { until } from '../stats/helpers.js';
 import { writeFakeTender } from '../tender/fake-tender.js';
 
 const isRoot = process.getuid?.() === 0;
@@ -286,12 +288,51 @@ describe.skipIf(!isRoot)('the jail', () => {
       expect(byName(results, 'jail.ids')).toMatchObject({
         status: 'FAIL',
         fatal: true,
-        detail: expect.stringContaining(`process ${stranger.pid} runs as id ${id}`),
+        detail: expect.stringContaining(
+          `process ${stranger.pid} (sleep, parent ${process.pid}) runs as id ${id}`,
+        ),
         fix: 'choose another jailIds range',
       });
       expect(preflightError(results)?.message).toContain('jail.ids: the jail ids');
     } finally {
       stranger.kill('SIGKILL');
+    }
+  });
+
+  it('a process under an id of the range that goes within the grace (a tender dying with its killed holder) is no stranger', async () => {
+    const id = 1_900_000_000 + (process.pid % 900) + 1000;
+    // Lives 1 s: as a tender whose holder was SIGKILLed lives on while its guest's memory goes.
+    const dying = spawn('sleep', ['1'], { uid: id, gid: id, stdio: 'ignore' });
+    const gone = new Promise((resolve) => dying.once('exit', resolve));
+    try {
+      await new Promise((r) => setTimeout(r, 200));
+      const cfg = config({ jailIds: `${id - 10}-${id + 10}` });
+      const started = Date.now();
+      const results = await preflight(cfg, await probe(cfg));
+      expect(byName(results, 'jail.ids')).toMatchObject({ status: 'PASS' });
+      // It waited for the process to go, no longer than the grace.
+      expect(Date.now() - started).toBeGreaterThanOrEqual(500);
+      await gone;
+    } finally {
+      dying.kill('SIGKILL');
+    }
+  });
+
+  it('a zombie under an id of the range (a dead tender its new parent has yet to reap) is no stranger', async () => {
+    const id = 1_900_000_000 + (process.pid % 900) + 2000;
+    // A root parent that does not reap, for longer than the grace, and its child dead under the id.
+    const parent = spawn(
+      'perl',
+      ['-e', `if (fork() == 0) { $( = $) = "${id} ${id}"; $< = $> = ${id}; exit 0 } sleep 8`],
+      { stdio: 'ignore' },
+    );
+    try {
+      await until(() => processesInRange({ first: id, last: id }).some((p) => p.zombie), 'the zombie');
+      const cfg = config({ jailIds: `${id - 10}-${id + 10}` });
+      const results = await preflight(cfg, await probe(cfg));
+      expect(byName(results, 'jail.ids')).toMatchObject({ status: 'PASS' });
+    } finally {
+      parent.kill('SIGKILL');
     }
   });
 });
