@@ -211,7 +211,13 @@ describe('a crash at any step converges to the last committed state', () => {
       const socket = `${dir}/run/util/vmmd.sock`;
       await act(socket).catch(() => undefined);
       expect(await first.exited).toEqual({ code: null, signal: 'SIGKILL' });
-      const atCrash = await observe(dir, netns);
+      // A tender the holder reported is exec'd, but for a moment of its execve (the jailer's
+      // exec of the tender) its cmdline reads empty: wait until every PID record's tender shows.
+      let atCrash = await observe(dir, netns);
+      for (let tries = 0; tries < 100 && atCrash.tenders.length < atCrash.records.length; tries++) {
+        await new Promise((resolve) => setTimeout(resolve, 20));
+        atCrash = await observe(dir, netns);
+      }
 
       const second = await startDaemon(dir, netns.name);
       try {
