@@ -3,11 +3,12 @@
 // crash left owned by a jail id; signals reach an spt tender as they do unjailed.
 
 import { execFileSync } from 'node:child_process';
-import { chownSync, readFileSync, statSync } from 'node:fs';
+import { chownSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
+import { discoverCgroups } from '../../src/host/jail.js';
 import { claimHolder, DEFAULT_CLAIMS_DIR } from '../../src/host/jail-claims.js';
 import { unwrap } from '../../src/resources/errors.js';
-import { DEFAULT_ID_RANGE } from '../../src/resources/jail.js';
+import { cgroupLimits, DEFAULT_ID_RANGE } from '../../src/resources/jail.js';
 import { makePolicy } from '../../src/resources/policy.js';
 import { canaryBlkImage, canaryImage, canaryNetImage, sptCanary } from './guest.js';
 import {
@@ -48,6 +49,22 @@ describe.skipIf(process.env.PETREL_TEST_JAIL === '0')('a jailed tender', () => {
     expect(inRange(id)).toBe(true);
     expect(statSync(block)).toMatchObject({ uid: id, gid: id });
     expect(claimHolder(DEFAULT_CLAIMS_DIR, id)).not.toBeNull();
+    // In its own cgroups, the whole process (the jailer joins them by its one thread): every
+    // controller the host has gives the tender the directory of its id.
+    const layout = (await discoverCgroups()).layout;
+    const controllers = cgroupLimits(layout);
+    const joined = readFileSync(`/proc/${pid}/cgroup`, 'utf8');
+    for (const controller of controllers) {
+      const line = joined
+        .split('\n')
+        .find((l) =>
+          layout.version === 2 ? l.startsWith('0::') : l.split(':')[1]?.split(',').includes(controller),
+        );
+      expect(line, `${controller} in ${joined}`).toMatch(new RegExp(`/petrel-tenders/${id}$`, 'u'));
+    }
+    for (const task of readdirSync(`/proc/${pid}/task`)) {
+      expect(readFileSync(`/proc/${pid}/task/${task}/cgroup`, 'utf8')).toBe(joined);
+    }
 
     const net = await canaryConfig(canaryNetImage, ['wait', 'n'], {
       bridges: [{ netif: 'service', bridge: 'br0', mac: null }],
