@@ -4,9 +4,9 @@
 // export-state FILE` writes the state as an Albatross state file, offline.
 
 import path from 'node:path';
-import pino from 'pino';
 import { configHelp, loadConfig, type PetrelConfig } from '../daemon/config.js';
 import { createDaemon } from '../daemon/daemon.js';
+import { createLogger } from '../daemon/logger.js';
 import { checkHost, formatChecks, preflightError } from '../daemon/preflight.js';
 import { runTlsEndpoint, TLS_ENDPOINT_USAGE } from '../tls/cli.js';
 
@@ -66,8 +66,21 @@ async function main(argv: readonly string[]): Promise<number> {
     return preflightError(results) === null ? EXIT.OK : EXIT.PREFLIGHT;
   }
 
-  const log = pino({ level: config.logLevel, base: { pid: process.pid } });
+  const log = createLogger({ level: config.logLevel, format: config.logFormat });
   const daemon = createDaemon({ config, log });
+  // The handlers are in place before the start: a stop that comes during it (a service manager
+  // stopping right after it started us) is carried out once the start is done, not met by the
+  // default action, which would end petreld in the middle of its work.
+  let signalled: ((signal: NodeJS.Signals) => void) | null = null;
+  let early: NodeJS.Signals | null = null;
+  const onSignal = (signal: NodeJS.Signals) => {
+    if (signalled !== null) signalled(signal);
+    else if (early === null) {
+      early = signal;
+      log.info({ signal }, 'stop requested during the start: stopping once started');
+    }
+  };
+  for (const signal of ['SIGTERM', 'SIGINT', 'SIGUSR2'] as const) process.once(signal, onSignal);
   const started = await daemon.start();
   if (!started.ok) {
     log.fatal({ code: started.error.code }, started.error.message);
@@ -100,16 +113,15 @@ async function main(argv: readonly string[]): Promise<number> {
         },
       );
     };
-    process.once('SIGTERM', () => shutdown('SIGTERM'));
-    process.once('SIGINT', () => shutdown('SIGINT'));
-    process.once('SIGUSR2', () => shutdown('SIGUSR2'));
+    signalled = shutdown;
+    if (early !== null) shutdown(early);
   });
 }
 
 /** `petreld export-state FILE`: exit 0 once FILE is written, 1 with the reason otherwise. */
 async function exportStateFile(config: PetrelConfig, file: string): Promise<number> {
   const { exportState } = await import('../daemon/export.js');
-  const log = pino({ level: config.logLevel, base: { pid: process.pid } }, pino.destination(2));
+  const log = createLogger({ level: config.logLevel, format: config.logFormat, fd: 2 });
   const done = await exportState(config, path.resolve(file), log);
   if (!done.ok) {
     process.stderr.write(`petreld: ${done.error.message}\n`);
@@ -131,7 +143,7 @@ async function tlsEndpoint(args: readonly string[]): Promise<number> {
   process.once('SIGTERM', () => stop.abort());
   process.once('SIGINT', () => stop.abort());
   return runTlsEndpoint(args, {
-    logger: pino({ base: { pid: process.pid } }),
+    logger: createLogger({ level: 'info', format: 'auto' }),
     signal: stop.signal,
     stderr: (text) => process.stderr.write(text),
   });

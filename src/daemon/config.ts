@@ -15,6 +15,8 @@ import { DEFAULT_RUN_DIR, SOCKET_NAMES as SOCKETS } from './layout.js';
 /** A runtime this node hosts. `--runtimes none` is the empty list: the node only probes and reports. */
 export type Runtime = 'hvt' | 'spt';
 export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+/** `auto`: human lines when standard output is a terminal, JSON lines otherwise (journald, files). */
+export type LogFormat = 'auto' | 'json' | 'pretty';
 
 export interface Endpoint {
   /** An IP address or host name, without brackets. */
@@ -42,6 +44,7 @@ export interface PetrelConfig {
   readonly offerMemory: number | null;
   readonly metricsListen: Endpoint | null;
   readonly logLevel: LogLevel;
+  readonly logFormat: LogFormat;
   readonly tlsListen: Endpoint | null;
   readonly tlsCa: string | null;
   readonly tlsCert: string | null;
@@ -372,6 +375,14 @@ export const CONFIG_FIELDS: { readonly [K in ConfigKey]: ConfigField<PetrelConfi
     defaultText: 'info',
     help: 'fatal, error, warn, info, debug, trace or silent',
     parse: oneOf<LogLevel>(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']),
+  }),
+  logFormat: field<LogFormat>({
+    table: null,
+    arg: 'FORMAT',
+    defaultValue: 'auto',
+    defaultText: 'auto',
+    help: 'json (one JSON object a line), pretty (one human line a line) or auto (pretty on a terminal, json elsewhere)',
+    parse: oneOf<LogFormat>(['auto', 'json', 'pretty']),
   }),
   tlsListen: field({
     table: 'tls',

@@ -55,6 +55,7 @@ describe('defaults', () => {
       metricsListen: null,
       tlsListen: null,
       logLevel: 'info',
+      logFormat: 'auto',
       stopTimeout: 10_000,
       stopGuestsOnExit: false,
       consoleBuffer: 65_536,
@@ -414,6 +415,7 @@ describe('help', () => {
       'fleet-fresh',
       'offer-memory',
       'log-level',
+      'log-format',
     ]) {
       expect(help).toContain(`  --${flag} `);
     }
