@@ -4,7 +4,8 @@
  * and its vfork stay as they are, so a holder of an earlier release runs jailed tenders too),
  * and the process the holder records, signals and reaps is the tender itself once this execs.
  * It runs as root and, in this order: leaves every descriptor but 0-2; takes its block files (chowned to the jail's
- * id) and image (copied: the store's files are root 0400 and shared across tenants); enters new
+ * id) and image (bound read-only: the store's files are 0444 in a directory only root enters, so
+ * the bind is the one way to it, and a tenant's jail holds its own image only); enters new
  * mount, IPC and UTS namespaces, makes every mount private and builds a root on a tmpfs of its
  * own (mounted inside the namespace, so a nodev run directory does not matter) that holds only
  * the files it was given, at the paths the tender was given, plus the device nodes it was
@@ -20,7 +21,7 @@
  *
  * Usage: petrel-jail --id N [--cpus LIST] [--limit as|nproc|nofile|fsize=N]...
  *          [--cgroup-mkdir DIR]... [--cgroup-write FILE=VALUE]... [--cgroup-join DIR]...
- *          [--ro PATH]... [--copy PATH]... [--rw PATH]... [--dev kvm|tun]... [--base DIR]
+ *          [--ro PATH]... [--rw PATH]... [--dev kvm|tun]... [--base DIR]
  *          [--netns FILE]
  *          -- TENDER ARG...
  * Every PATH is absolute and appears at that same path inside the jail. --base is where the
@@ -72,7 +73,7 @@ static void usage(const char *why)
 }
 
 struct item {
-    char kind; /* 'r' read-only bind, 'c' copy, 'w' read-write bind, 'd' device */
+    char kind; /* 'r' read-only bind, 'w' read-write bind, 'd' device */
     const char *path;
     int fd; /* 'w': the file, opened and chowned before the namespace */
 };
@@ -192,26 +193,6 @@ static void bind_at(const char *source, const char *target, unsigned long flags)
         fail("remount", target - 1);
 }
 
-static void copy_file(int from, const char *path)
-{
-    struct stat st;
-    if (fstat(from, &st) != 0)
-        fail("stat", path);
-    make_parents(path);
-    int to = open(path + 1, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0444);
-    if (to < 0)
-        fail("create", path);
-    off_t at = 0;
-    while (at < st.st_size) {
-        ssize_t n = sendfile(to, from, &at, (size_t)(st.st_size - at));
-        if (n <= 0) {
-            errno = n == 0 ? EIO : errno;
-            fail("copy", path);
-        }
-    }
-    close(to);
-}
-
 static void device(const char *which, uid_t id)
 {
     const char *host = strcmp(which, "kvm") == 0 ? "/dev/kvm" : strcmp(which, "tun") == 0 ? "/dev/net/tun" : NULL;
@@ -245,9 +226,6 @@ static void build_root(const char *base, uid_t id)
         struct item *it = &items[i];
         if (it->kind == 'd') {
             device(it->path, id);
-        } else if (it->kind == 'c') {
-            copy_file(it->fd, it->path);
-            close(it->fd);
         } else {
             struct stat st;
             char source[64];
@@ -259,8 +237,7 @@ static void build_root(const char *base, uid_t id)
             close(it->fd);
         }
     }
-    /* The cgroups last before the host's file system goes: what was copied above (the image) is
-     * charged to the holder's cgroup, not to the guest's memory limit. */
+    /* The cgroups last before the host's file system goes (their directories are in it). */
     cgroups();
     /* The tmpfs becomes /; the old root is detached, so nothing of the host is reachable. */
     if (syscall(SYS_pivot_root, ".", ".") != 0)
@@ -438,8 +415,6 @@ int main(int argc, char **argv)
             cg_join[n_join++] = val;
         } else if (strcmp(opt, "--ro") == 0) {
             add_item('r', val);
-        } else if (strcmp(opt, "--copy") == 0) {
-            add_item('c', val);
         } else if (strcmp(opt, "--rw") == 0) {
             add_item('w', val);
         } else if (strcmp(opt, "--dev") == 0) {
@@ -479,7 +454,7 @@ int main(int argc, char **argv)
         struct item *it = &items[k];
         if (it->kind == 'd')
             continue;
-        int flags = it->kind == 'r' ? O_PATH : it->kind == 'c' ? O_RDONLY : O_RDWR | O_NOFOLLOW;
+        int flags = it->kind == 'r' ? O_PATH : O_RDWR | O_NOFOLLOW;
         it->fd = open(it->path, flags | O_CLOEXEC);
         struct stat st;
         if (it->fd < 0 || fstat(it->fd, &st) != 0)

@@ -409,8 +409,7 @@ export function createHost(options: HostOptions): EngineHost {
         limits,
         layout: setup.layout,
         cpuset: setup.cpuset,
-        files: files.value,
-        copies: [request.image],
+        files: [...files.value, request.image],
         writable: blocks,
         tun: request.nets > 0,
       });

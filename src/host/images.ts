@@ -5,7 +5,7 @@
 // a rename and a directory fsync (inside the transaction, before any state refers to it).
 
 import { createHash } from 'node:crypto';
-import { constants, type FileHandle, lstat, open, rename, rm, symlink } from 'node:fs/promises';
+import { chmod, constants, type FileHandle, lstat, open, rename, rm, symlink } from 'node:fs/promises';
 import path from 'node:path';
 import { err, ok, type PetrelError, type Result } from '../resources/errors.js';
 import type { Name } from '../resources/name.js';
@@ -67,8 +67,12 @@ class NoRoom extends Error {
 /** Writes are gathered to this size before each system call (references, not copies). */
 const BATCH = 1024 * 1024;
 const DIGEST = /^[0-9a-f]{64}$/u;
-/** Images are never written once stored: owner read only. */
-const MODE = 0o400;
+/**
+ * Images are never written once stored: read only. Readable by all, since a jailed tender reads
+ * its own through a read-only bind (src/host/jail.ts); no one else gets in, as the store lies in
+ * the state directory, which only root may enter (the preflight checks it is 0700).
+ */
+export const IMAGE_MODE = 0o444;
 
 export function imagesDir(stateDir: string): string {
   return path.join(stateDir, 'images');
@@ -119,7 +123,7 @@ export async function stageImage(
     handle = await open(
       file,
       constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW,
-      MODE,
+      IMAGE_MODE,
     );
   } catch (cause) {
     return { ok: false, error: ioError('create', file, cause) };
@@ -321,7 +325,9 @@ export interface StoreCleanup {
 /**
  * Start-up: removes temporaries and every image `referenced` does not name, and checks that
  * each referenced image is present with its size (hashing every image would make a start cost
- * as much as reading the whole store; the digest is checked when an image is next read).
+ * as much as reading the whole store; the digest is checked when an image is next read). The
+ * store directory is made root's alone, and images a release before the jails' stored 0400 get
+ * IMAGE_MODE.
  */
 export async function cleanStore(
   stateDir: string,
@@ -330,6 +336,12 @@ export async function cleanStore(
   const dir = imagesDir(stateDir);
   const listed = await listDirectory(dir);
   if (!listed.ok) return listed;
+  try {
+    await chmod(dir, 0o700);
+  } catch (cause) {
+    if ((cause as NodeJS.ErrnoException).code !== 'ENOENT')
+      return { ok: false, error: ioError('chmod', dir, cause) };
+  }
   const removed: string[] = [];
   const present = new Map<string, number>();
   for (const entry of listed.value) {
@@ -347,7 +359,9 @@ export async function cleanStore(
         continue;
       }
       const st = await lstat(file);
-      if (st.isFile()) present.set(entry, st.size);
+      if (!st.isFile()) continue;
+      present.set(entry, st.size);
+      if ((st.mode & 0o777) !== IMAGE_MODE) await chmod(file, IMAGE_MODE);
     } catch (cause) {
       return { ok: false, error: ioError('clean', file, cause) };
     }

@@ -255,10 +255,12 @@ export interface JailSpec {
   readonly layout: CgroupLayout;
   /** petreld's own cpuset.cpus and cpuset.mems: a v1 cpuset starts empty and must be given them. */
   readonly cpuset: { readonly cpus: string; readonly mems: string };
-  /** The tender, what it loads, and the allow-list: bound read-only at their own paths. */
+  /**
+   * The tender, what it loads, the allow-list and the image: bound read-only at their own paths
+   * (the image's run-directory link resolves to its store file, readable by all in a directory
+   * only root may enter: the bind is the jail's one way to it).
+   */
   readonly files: readonly string[];
-  /** Copied into the jail (the image: store files are root 0400). */
-  readonly copies: readonly string[];
   /** Bound read-write and chowned to the id (block devices). */
   readonly writable: readonly string[];
   readonly tun: boolean;
@@ -323,7 +325,6 @@ export function jailOptions(spec: JailSpec): string[] {
     args.push('--cgroup-join', dir);
   }
   for (const file of spec.files) args.push('--ro', file);
-  for (const file of spec.copies) args.push('--copy', file);
   for (const file of spec.writable) args.push('--rw', file);
   if (spec.kind === 'hvt') args.push('--dev', 'kvm');
   if (spec.tun) args.push('--dev', 'tun');

@@ -48,7 +48,7 @@ describe('staging', () => {
     expect(isTemporaryFileName(path.basename(staged.file))).toBe(true);
     expect(path.dirname(staged.file)).toBe(imagesDir(dir));
     expect(await readFile(staged.file)).toEqual(image);
-    expect((await lstat(staged.file)).mode & 0o777).toBe(0o400);
+    expect((await lstat(staged.file)).mode & 0o777).toBe(0o444);
     await discardStaged(staged);
     expect(await readdir(imagesDir(dir))).toEqual([]);
   });
@@ -158,6 +158,16 @@ describe('the store', () => {
     expect(cleaned.missing.find((m) => m.digest === wrongSize)?.reason).toBe(
       `image ${wrongSize} in the store has 1 bytes, not 99`,
     );
+  });
+
+  it('makes the store root’s alone, and gives images an older release stored 0400 the jails’ 0444', async () => {
+    const digest = sha256(image);
+    value(await commitImage(dir, value(await stageImage(dir, [image], RAW))));
+    await chmod(storedImagePath(dir, digest), 0o400);
+    await chmod(imagesDir(dir), 0o755);
+    value(await cleanStore(dir, new Map([[digest, image.length]])));
+    expect((await lstat(imagesDir(dir))).mode & 0o777).toBe(0o700);
+    expect((await lstat(storedImagePath(dir, digest))).mode & 0o777).toBe(0o444);
   });
 });
 

@@ -123,8 +123,7 @@ describe('where cgroups go', () => {
       limits: jailLimits({ kind: 'spt', memoryMiB: 32, nets: 0, blockSizesMiB: [] }),
       layout,
       cpuset: { cpus: '', mems: '' },
-      files: ['/usr/lib/petrel/petrel-spt'],
-      copies: ['/run/petrel/a.img'],
+      files: ['/usr/lib/petrel/petrel-spt', '/run/petrel/a.img'],
       writable: [],
       tun: false,
     });
@@ -158,7 +157,7 @@ describe('where cgroups go', () => {
       `${dir}/70001`,
       '--ro',
       '/usr/lib/petrel/petrel-spt',
-      '--copy',
+      '--ro',
       '/run/petrel/a.img',
     ]);
   });
@@ -181,7 +180,6 @@ describe('where cgroups go', () => {
       layout,
       cpuset: { cpus: '0-1', mems: '0' },
       files: [],
-      copies: [],
       writable: ['/var/lib/petrel/block/a:b'],
       tun: true,
     });
