@@ -25,6 +25,7 @@ export interface PathCertificate {
   /** The first CN of the subject; null when the subject has none (absent is not the same as ""). */
   readonly commonName: string | null;
   readonly subject: string;
+  readonly notAfter: Date;
 }
 
 const OID = {
@@ -37,6 +38,18 @@ const OID = {
   clientAuth: '1.3.6.1.5.5.7.3.2',
   anyExtendedKeyUsage: '2.5.29.37.0',
 } as const;
+
+/**
+ * The extended key usage of a web API bearer token's leaf (token.ts): an OID under 2.25, the
+ * UUID arc (ITU-T X.667), from UUID 0db2002e-4d61-4928-aef2-240e7b906544, so no registry is
+ * needed. Only a token's leaf carries it, and a token's leaf carries nothing else: no
+ * certificate a client presents over TLS (clientAuth) or a server presents (serverAuth), public
+ * as those are, can be passed off as a token, nor a token's leaf as a TLS client certificate.
+ */
+export const TOKEN_PURPOSE = '2.25.18204196454466538365762829139089319236';
+
+/** What a path's leaf is for: a mutual-TLS client, or a web API bearer token. */
+export type LeafPurpose = 'tls-client' | 'token';
 
 /** Critical extensions this verifier understands; any other critical one makes a certificate unusable. */
 const PROCESSED_CRITICAL: ReadonlySet<string> = new Set([
@@ -226,12 +239,22 @@ export function checkIssuer(cert: Certificate, intermediatesBelow: number): Resu
   return ok(undefined);
 }
 
-export function checkLeafUsage(cert: Certificate): Result<void, TlsError> {
+export function checkLeafUsage(
+  cert: Certificate,
+  purpose: LeafPurpose = 'tls-client',
+): Result<void, TlsError> {
   const f = cert.facts;
   if (f.keyUsage !== null && (f.keyUsage & KEY_USAGE.digitalSignature) === 0) {
     return err('E_TLS_KEY_USAGE', `client certificate ${cert.subject} may not sign (no digitalSignature)`);
   }
   const eku = f.extKeyUsage;
+  if (purpose === 'token') {
+    // Positive and exact: absent or anyExtendedKeyUsage would let any leaf of the chain pass.
+    if (f.ca || eku === null || eku.length !== 1 || eku[0] !== TOKEN_PURPOSE) {
+      return err('E_TLS_KEY_USAGE', `certificate ${cert.subject} is not a web API token`);
+    }
+    return ok(undefined);
+  }
   if (eku !== null && !eku.includes(OID.clientAuth) && !eku.includes(OID.anyExtendedKeyUsage)) {
     return err(
       'E_TLS_KEY_USAGE',
@@ -281,7 +304,7 @@ export function viewOf(
   der: Uint8Array = new Uint8Array(cert.rawData),
 ): PathCertificate {
   const names = cert.subjectName.getField('CN');
-  return { der, commonName: names[0] ?? null, subject: cert.subject };
+  return { der, commonName: names[0] ?? null, subject: cert.subject, notAfter: cert.notAfter };
 }
 
 const iso = (date: Date): string => date.toISOString();

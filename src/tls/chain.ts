@@ -12,6 +12,7 @@ import {
   checkLeafUsage,
   checkValidity,
   decodeDer,
+  type LeafPurpose,
   type PathCertificate,
   parseCertificate,
 } from './certs.js';
@@ -141,12 +142,14 @@ const RANK = { noIssuer: 0, badSignature: 1, pathCheck: 2 } as const;
  * certificate and of the anchor, unprocessed critical extensions, CA:TRUE and keyCertSign on
  * issuers, path lengths, and that the leaf may authenticate a TLS client. Several candidate
  * issuers (same subject, same key) are tried in turn; presented certificates off the path are
- * ignored. 10 or more presented certificates are refused before any is parsed.
+ * ignored. 10 or more presented certificates are refused before any is parsed. A web API token
+ * (token.ts) is verified here too, with `purpose` 'token': only the leaf's usage differs.
  */
 export function verifyClientChain(
   presented: readonly Uint8Array[],
   anchor: TrustAnchor,
   now: Date,
+  purpose: LeafPurpose = 'tls-client',
 ): Result<VerifiedPath, TlsError> {
   if (presented.length === 0) return err('E_TLS_NO_CERTIFICATE', 'the client presented no certificate');
   if (presented.length >= MAX_CHAIN) {
@@ -167,7 +170,7 @@ export function verifyClientChain(
   }
   const leaf = (candidates[0] as Candidate).parsed.cert;
   for (const candidate of candidates) leaf.shareIssuerName(candidate.parsed.cert);
-  const search = new PathSearch(candidates, anchor, now);
+  const search = new PathSearch(candidates, anchor, now, purpose);
   const found = search.walk([0]);
   if (found !== null) return ok(found.map((i) => (candidates[i] as Candidate).parsed.cert));
   return { ok: false, error: search.failure ?? tlsError('E_TLS_UNTRUSTED', 'no path to the trust anchor') };
@@ -177,14 +180,16 @@ class PathSearch {
   readonly #certs: readonly Candidate[];
   readonly #anchor: Parsed;
   readonly #now: Date;
+  readonly #purpose: LeafPurpose;
   /** Memoized "is cert i signed by the key of j" (j = -1: the trust anchor), keyed i * 16 + j. */
   readonly #signatures = new Map<number, boolean>();
   #failure: { error: TlsError; rank: number } | null = null;
   #budget = SEARCH_BUDGET;
 
-  constructor(certs: readonly Candidate[], anchor: TrustAnchor, now: Date) {
+  constructor(certs: readonly Candidate[], anchor: TrustAnchor, now: Date, purpose: LeafPurpose) {
     this.#certs = certs;
     this.#now = now;
+    this.#purpose = purpose;
     let parsed = anchorParsed.get(anchor);
     if (parsed === undefined) {
       parsed = { cert: anchor.read };
@@ -268,6 +273,7 @@ class PathSearch {
       path.map((i) => this.#certs[i] as Candidate),
       this.#anchor.cert,
       this.#now,
+      this.#purpose,
     );
     if (checked.ok) return path;
     this.#record(checked.error, RANK.pathCheck);
@@ -276,7 +282,12 @@ class PathSearch {
 }
 
 /** Everything but the signatures and their algorithms (checked while linking), leaf first. */
-function checkPath(path: readonly Candidate[], anchor: Certificate, now: Date): Result<void, TlsError> {
+function checkPath(
+  path: readonly Candidate[],
+  anchor: Certificate,
+  now: Date,
+  purpose: LeafPurpose,
+): Result<void, TlsError> {
   /** Non-self-issued intermediates seen so far below the certificate being checked. */
   let intermediatesBelow = 0;
   for (const [position, { parsed, isAnchor }] of path.entries()) {
@@ -293,7 +304,7 @@ function checkPath(path: readonly Candidate[], anchor: Certificate, now: Date): 
     const valid = checkValidity(cert, now);
     if (!valid.ok) return valid;
     if (position === 0) {
-      const leaf = checkLeafUsage(cert);
+      const leaf = checkLeafUsage(cert, purpose);
       if (!leaf.ok) return leaf;
       continue;
     }

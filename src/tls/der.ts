@@ -196,15 +196,22 @@ export function readExtendedKeyUsage(value: Uint8Array): string[] {
 }
 
 export function decodeOid(bytes: Uint8Array): string {
-  const arcs: number[] = [];
+  const arcs: (number | bigint)[] = [];
   let value = 0;
+  // Arcs beyond 2^53 (a UUID under 2.25, as Petrel's token purpose is) go on in BigInt.
+  let big: bigint | null = null;
   for (const byte of bytes) {
-    value = value * 128 + (byte & 0x7f);
+    if (big !== null) big = big * 128n + BigInt(byte & 0x7f);
+    else if (value >= 2 ** 45) big = BigInt(value) * 128n + BigInt(byte & 0x7f);
+    else value = value * 128 + (byte & 0x7f);
     if (byte & 0x80) continue;
-    if (arcs.length === 0)
-      arcs.push(value < 80 ? Math.floor(value / 40) : 2, value < 80 ? value % 40 : value - 80);
-    else arcs.push(value);
+    const arc = big ?? value;
+    if (arcs.length === 0) {
+      if (typeof arc === 'bigint') arcs.push(2, arc - 80n);
+      else arcs.push(arc < 80 ? Math.floor(arc / 40) : 2, arc < 80 ? arc % 40 : arc - 80);
+    } else arcs.push(arc);
     value = 0;
+    big = null;
   }
   return arcs.join('.');
 }

@@ -139,12 +139,13 @@ function time(date: Date): Der {
 }
 
 function oid(dotted: string): Der {
-  const arcs = dotted.split('.').map(Number);
+  // BigInt: an arc may exceed 2^53 (a UUID under 2.25, as Petrel's token purpose is).
+  const arcs = dotted.split('.').map(BigInt);
   const out: number[] = [];
-  const [first = 0, second = 0, ...rest] = arcs;
-  for (const arc of [first * 40 + second, ...rest]) {
-    const base128: number[] = [arc & 0x7f];
-    for (let n = Math.floor(arc / 128); n > 0; n = Math.floor(n / 128)) base128.unshift((n & 0x7f) | 0x80);
+  const [first = 0n, second = 0n, ...rest] = arcs;
+  for (const arc of [first * 40n + second, ...rest]) {
+    const base128: number[] = [Number(arc & 0x7fn)];
+    for (let n = arc >> 7n; n > 0n; n >>= 7n) base128.unshift(Number(n & 0x7fn) | 0x80);
     out.push(...base128);
   }
   return enc.primitive(TAG.OID, Uint8Array.from(out));

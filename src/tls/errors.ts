@@ -53,7 +53,13 @@ export type TlsErrorCode =
   /** The client's stream ended or broke where data was due. */
   | 'E_TLS_STREAM'
   /** `petreld tls-endpoint` flags that cannot be understood, or files that cannot be read. */
-  | 'E_TLS_USAGE';
+  | 'E_TLS_USAGE'
+  /** A web API token that is not one: prefix, alphabet, length or DER framing (token.ts). */
+  | 'E_TOKEN_MALFORMED'
+  /** A web API token past its expiry. */
+  | 'E_TOKEN_EXPIRED'
+  /** A web API token, or a certificate on its path, on petreld's deny-list. */
+  | 'E_TOKEN_REVOKED';
 
 export type TlsError = PetrelError<TlsErrorCode>;
 

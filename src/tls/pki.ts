@@ -4,11 +4,11 @@
 
 import { webcrypto } from 'node:crypto';
 import { err, ok, type PetrelError, type Result } from '../resources/errors.js';
-import { type Name, nameAsPath, printPath } from '../resources/name.js';
+import { type Name, nameAsPath, parseLabel, printPath } from '../resources/name.js';
 import { isSubPolicy, list, missing, type Policy, usable } from '../resources/policy.js';
 import { ALBATROSS_OID, encodeCertExtension } from '../wire/index.js';
 import type { Command } from '../wire/types.js';
-import { viewOf } from './certs.js';
+import { TOKEN_PURPOSE, viewOf } from './certs.js';
 import { keyIdentifier, readCertificate } from './der.js';
 import {
   authorityKeyIdentifier,
@@ -33,7 +33,7 @@ export const ON_THE_FLY_MS = 300_000;
 
 export const DEFAULT_DAYS = { ca: 3650, server: 365, delegation: 365, command: 1 } as const;
 
-export type Profile = 'root' | 'server' | 'delegation' | 'command';
+export type Profile = 'root' | 'server' | 'delegation' | 'command' | 'token';
 
 /** A CA that signs: its certificate first, then those above it that are not self-signed. */
 export interface Issuer {
@@ -99,8 +99,13 @@ export async function issue(params: IssueParams): Promise<Issued> {
   const ca = params.profile === 'root' || params.profile === 'delegation';
   extensions.push({ oid: OID.keyUsage, critical: true, value: keyUsage(ca ? CA_USAGE : END_ENTITY_USAGE) });
   extensions.push({ oid: OID.basicConstraints, critical: true, value: basicConstraints(ca) });
-  if (params.profile === 'server' || params.profile === 'command') {
-    const purpose = params.profile === 'server' ? OID.serverAuth : OID.clientAuth;
+  if (params.profile === 'server' || params.profile === 'command' || params.profile === 'token') {
+    const purpose =
+      params.profile === 'server'
+        ? OID.serverAuth
+        : params.profile === 'token'
+          ? TOKEN_PURPOSE
+          : OID.clientAuth;
     extensions.push({ oid: OID.extKeyUsage, critical: true, value: extendedKeyUsage([purpose]) });
   }
   if (params.profile !== 'root') {
@@ -302,4 +307,29 @@ export async function issueDelegation(
   if (!fits.ok) return fits;
   const command: Command = { type: 'policy-add', policy };
   return ok(await issue({ profile: 'delegation', commonName: label, publicKey, validity, command, issuer }));
+}
+
+/**
+ * A web API bearer token's leaf (token.ts): CN the token's name, valid from 10 s ago until
+ * `expires`, the token purpose as its only extended key usage, signed by the delegation's key.
+ * Its own key pair is fresh and thrown away: a bearer token is used by showing it, never by
+ * proving a key, and no one can sign with a key that no longer exists.
+ */
+export async function issueToken(
+  issuer: Issuer,
+  name: string,
+  expires: Date,
+  now: Date = new Date(),
+): Promise<Result<Issued, PetrelError>> {
+  const label = parseLabel(name);
+  if (!label.ok) return err('E_PKI_NAME', `the token name: ${label.error.message}`);
+  if (expires.getTime() <= now.getTime()) return err('E_PKI_VALIDITY', 'the token would expire at once');
+  const head = issuer.chain[0] as x509.X509Certificate;
+  if (expires > head.notAfter) {
+    const until = head.notAfter.toISOString();
+    return err('E_PKI_VALIDITY', `the token would outlive its delegation, valid until ${until}`);
+  }
+  const key = await generateKey('ed25519');
+  const validity = { notBefore: new Date(now.getTime() - SKEW_MS), notAfter: expires };
+  return ok(await issue({ profile: 'token', commonName: name, publicKey: key.publicKey, validity, issuer }));
 }

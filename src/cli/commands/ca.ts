@@ -1,5 +1,6 @@
-// `petrel ca init|delegate|sign`: the CA files of a Petrel (or Albatross) deployment, a thin
-// shell over src/tls/pki.ts. Keys are written 0600, reused when present, and never printed.
+// `petrel ca init|delegate|sign|token|revoke`: the CA files of a Petrel (or Albatross)
+// deployment and the web API's tokens, a thin shell over src/tls/pki.ts and src/tls/token.ts.
+// Keys are written 0600, reused when present, and never printed.
 
 import { webcrypto } from 'node:crypto';
 import { appendFile, chmod, mkdir, readFile, stat, writeFile } from 'node:fs/promises';
@@ -28,8 +29,18 @@ import {
   type Issuer,
   issue,
   issueDelegation,
+  issueToken,
+  selfSigned,
   validityFor,
 } from '../../tls/pki.js';
+import {
+  certificateId,
+  DENY_LIST_FILE,
+  encodeToken,
+  parseDenyList,
+  parseToken,
+  TOKEN_PREFIX,
+} from '../../tls/token.js';
 import { x509 } from '../../tls/x509.js';
 import { type CliCommand, type CliIo, EXIT } from '../command.js';
 
@@ -39,6 +50,8 @@ const USAGE = `usage:
   petrel ca delegate PATH --vms N [--mem MB] [--cpus LIST] [--block MB] [--bridge NAME]...
                  [--days N] [--dir DIR] [--issuer-cert FILE --issuer-key FILE] [--key-type TYPE]
   petrel ca sign CSR [--dir DIR] [--issuer-cert FILE --issuer-key FILE] [--days N] [--out FILE]
+  petrel ca token --cert FILE --key FILE --name NAME [--expires WHEN] [--out FILE]
+  petrel ca revoke TOKEN|FILE|ID [--state-dir DIR]
 
 init      a self-signed CA (DIR/cacert.pem, DIR/ca.key; CN --name, default "ca", --days 3650)
           and the server certificate the TLS endpoint presents (DIR/server.pem, DIR/server.key;
@@ -54,6 +67,17 @@ sign      signs a certificate request with the root CA (or --issuer-cert/--issue
           a policy add becomes a delegation (365 days), another command a command
           certificate (1 day), no command a server certificate (365 days). Writes --out,
           default the request's file name with .pem.
+token     a bearer token for petreld's web API (webListen), made offline from a delegation
+          (--cert, the delegation's file as \`delegate\` wrote it, and its --key): it can do
+          exactly what the delegation can. --name is a label naming it in petreld's audit log;
+          --expires a duration (30d, 12h, 90m) or an ISO date, default 30d, not beyond the
+          delegation's own expiry. The token is written to --out (0600) or standard output;
+          its id goes to standard error. Anyone holding it acts as the delegation: keep it
+          secret, as the key.
+revoke    adds a token (its text, or a file holding it), a delegation certificate (a PEM file:
+          every token made from it) or an id to petreld's deny-list, DIR/web-deny-list
+          (--state-dir, petreld's stateDir, default /var/lib/petrel). petreld honours it on the
+          next request, without a restart.
 
 Key types: ed25519 (default), p256, p384, p521, rsa2048, rsa4096. Existing key files are reused.
 Serial numbers and CNs are appended to DIR/db.
@@ -62,13 +86,16 @@ Examples:
   petrel ca init --dir /etc/petrel/ca
   petrel ca delegate alice --vms 2 --mem 64 --cpus 0,1 --bridge service --dir /etc/petrel/ca
   petrel ca delegate alice:bob --vms 1 --mem 32 --dir /etc/petrel/ca
+  petrel ca token --cert /etc/petrel/ca/alice.pem --key /etc/petrel/ca/alice.key --name ci \\
+                  --expires 30d --out ci.token
+  petrel ca revoke ci.token --state-dir /var/lib/petrel
 
 Exit status: 0 on success, 1 when the work failed, 2 on a usage error.
 `;
 
 const OPTIONS = {
   dir: { type: 'string', default: '.' },
-  name: { type: 'string', default: 'ca' },
+  name: { type: 'string' },
   'server-name': { type: 'string', default: 'server' },
   'key-type': { type: 'string', default: 'ed25519' },
   days: { type: 'string' },
@@ -81,6 +108,10 @@ const OPTIONS = {
   'issuer-cert': { type: 'string' },
   'issuer-key': { type: 'string' },
   out: { type: 'string', short: 'o' },
+  cert: { type: 'string' },
+  key: { type: 'string' },
+  expires: { type: 'string', default: '30d' },
+  'state-dir': { type: 'string', default: '/var/lib/petrel' },
   help: { type: 'boolean', short: 'h' },
 } as const;
 
@@ -129,8 +160,16 @@ function dispatch(action: string | undefined, target: string | undefined, values
     case 'sign':
       if (target === undefined) throw new Usage('sign needs a CSR file');
       return sign(target, values, io);
+    case 'token':
+      if (target !== undefined) throw new Usage(`unexpected argument '${target}'`);
+      return token(values, io);
+    case 'revoke':
+      if (target === undefined) throw new Usage('revoke needs a token, a file or an id');
+      return revoke(target, values, io);
     default:
-      throw new Usage(action === undefined ? 'missing init, delegate or sign' : `unknown action '${action}'`);
+      throw new Usage(
+        action === undefined ? 'missing init, delegate, sign, token or revoke' : `unknown action '${action}'`,
+      );
   }
 }
 
@@ -162,7 +201,7 @@ async function init(values: Values, io: CliIo): Promise<Result<void, PetrelError
   const caKey = await loadOrCreateKey(join(dir, 'ca.key'), keyType(values), io);
   if (!caKey.ok) return caKey;
   const lifetime = count(values.days, 'days', DEFAULT_DAYS.ca);
-  const root = await createRootCa(caKey.value, values.name, validityFor(now, days(lifetime)));
+  const root = await createRootCa(caKey.value, values.name ?? 'ca', validityFor(now, days(lifetime)));
   await writeCertificates(join(dir, 'cacert.pem'), [root.chain[0] as x509.X509Certificate], io);
   await record(dir, root.chain[0] as x509.X509Certificate);
   const serverKey = await loadOrCreateKey(join(dir, 'server.key'), keyType(values), io);
@@ -228,6 +267,116 @@ async function sign(csrFile: string, values: Values, io: CliIo): Promise<Result<
   return ok(undefined);
 }
 
+async function token(values: Values, io: CliIo): Promise<Result<void, PetrelError>> {
+  if (values.cert === undefined || values.key === undefined) throw new Usage('token needs --cert and --key');
+  if (values.name === undefined) throw new Usage('token needs --name');
+  const now = new Date();
+  const expires = expiry(values.expires, now);
+  const issuer = await readIssuer(values.cert, values.key);
+  if (!issuer.ok) return issuer;
+  const delegation = delegationOf(issuer.value.chain.map((c) => viewOf(c)));
+  if (!delegation.ok) return delegation;
+  // A token of the CA itself would hold the whole host, unscoped, in a header: tokens are made
+  // from delegations, whose policies bound them.
+  if (delegation.value.path.length === 0) {
+    return err('E_PKI_CERT', `${values.cert} is not a delegation (petrel ca delegate makes one)`);
+  }
+  const issued = await issueToken(issuer.value, values.name, expires, now);
+  if (!issued.ok) return issued;
+  const text = encodeToken([
+    issued.value.der,
+    ...issuer.value.chain.filter((c) => !selfSigned(c)).map(derOf),
+  ]);
+  if (values.out === undefined) io.stdout(`${text}\n`);
+  else {
+    try {
+      await writeFile(values.out, `${text}\n`, { mode: 0o600, flag: 'wx' });
+    } catch (e) {
+      return err('E_PKI_FILE', `cannot write ${values.out}: ${describeError(e)}`);
+    }
+  }
+  const who = `${printPath(delegation.value.path)}:`;
+  io.stderr(
+    `token ${values.name} of ${who}: id ${certificateId(issued.value.der)}, expires ${expires.toISOString()}${values.out === undefined ? '' : `, written to ${values.out}`}\n`,
+  );
+  return ok(undefined);
+}
+
+const derOf = (cert: x509.X509Certificate): Uint8Array => new Uint8Array(cert.rawData);
+
+/** `30d`, `12h`, `90m` from now, or an ISO date. */
+function expiry(text: string, now: Date): Date {
+  const span = /^(\d{1,6})([dhm])$/.exec(text);
+  if (span !== null) {
+    const unit = { d: 86_400_000, h: 3_600_000, m: 60_000 }[span[2] as 'd' | 'h' | 'm'];
+    return new Date(now.getTime() + Number(span[1]) * unit);
+  }
+  const date = /^\d{4}-\d{2}-\d{2}/.test(text) ? new Date(text) : new Date(Number.NaN);
+  if (Number.isNaN(date.getTime())) {
+    throw new Usage(`--expires must be a duration (30d, 12h, 90m) or an ISO date, not '${text}'`);
+  }
+  return date;
+}
+
+async function revoke(target: string, values: Values, io: CliIo): Promise<Result<void, PetrelError>> {
+  const what = await revocationId(target);
+  if (!what.ok) return what;
+  const file = join(values['state-dir'], DENY_LIST_FILE);
+  let present = '';
+  try {
+    present = await readFile(file, 'utf8');
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code !== 'ENOENT') {
+      return err('E_PKI_FILE', `cannot read ${file}: ${describeError(e)}`);
+    }
+  }
+  if (parseDenyList(present).ids.has(what.value.id)) {
+    io.stdout(`${what.value.id} (${what.value.label}) is already revoked in ${file}\n`);
+    return ok(undefined);
+  }
+  // One line appended whole (O_APPEND): petreld, reading at any moment, sees it or not.
+  const separator = present === '' || present.endsWith('\n') ? '' : '\n';
+  await appendFile(
+    file,
+    `${separator}${what.value.id} # ${what.value.label}, revoked ${new Date().toISOString()}\n`,
+    {
+      mode: 0o644,
+    },
+  );
+  io.stdout(`revoked ${what.value.id} (${what.value.label}) in ${file}\n`);
+  return ok(undefined);
+}
+
+/** The id `revoke` denies: of a token's text or file, a certificate file's first certificate, or given. */
+async function revocationId(target: string): Promise<Result<{ id: string; label: string }, PetrelError>> {
+  if (/^[0-9a-f]{32}$/.test(target)) return ok({ id: target, label: 'by id' });
+  let text = target;
+  if (!target.startsWith(TOKEN_PREFIX)) {
+    const bytes = await readBytes(target);
+    if (!bytes.ok) return bytes;
+    text = Buffer.from(bytes.value).toString('utf8').trim();
+    if (!text.startsWith(TOKEN_PREFIX)) {
+      let ders: Uint8Array[];
+      try {
+        ders = decodeDer(bytes.value);
+      } catch (e) {
+        return err('E_PKI_CERT', `${target}: ${describeError(e)}`);
+      }
+      const first = ders[0];
+      if (first === undefined) return err('E_PKI_CERT', `${target} holds neither a token nor a certificate`);
+      const cert = new x509.X509Certificate(first);
+      return ok({ id: certificateId(first), label: `certificate ${cert.subject}` });
+    }
+  }
+  const ders = parseToken(text);
+  if (!ders.ok) return ders;
+  const leaf = new x509.X509Certificate(ders.value[0] as Uint8Array);
+  return ok({
+    id: certificateId(ders.value[0] as Uint8Array),
+    label: `token ${viewOf(leaf).commonName ?? ''}`,
+  });
+}
+
 const list = (text: string): string[] =>
   text
     .split(',')
@@ -243,6 +392,19 @@ async function loadIssuer(values: Values, parent: Path | null): Promise<Result<I
   const base = parent === null || parent.length === 0 ? null : join(values.dir, printPath(parent));
   const certFile = values['issuer-cert'] ?? (base === null ? join(values.dir, 'cacert.pem') : `${base}.pem`);
   const keyFile = values['issuer-key'] ?? (base === null ? join(values.dir, 'ca.key') : `${base}.key`);
+  const issuer = await readIssuer(certFile, keyFile);
+  if (!issuer.ok || parent === null) return issuer;
+  const delegation = delegationOf(issuer.value.chain.map((c) => viewOf(c)));
+  if (!delegation.ok) return delegation;
+  if (printPath(delegation.value.path) !== printPath(parent)) {
+    const has = `${printPath(delegation.value.path)}:`;
+    return err('E_PKI_PATH', `the issuing CA in ${certFile} delegates ${has}, not ${printPath(parent)}:`);
+  }
+  return issuer;
+}
+
+/** A CA's certificate file (its chain) and its key, which must be the certificate's. */
+async function readIssuer(certFile: string, keyFile: string): Promise<Result<Issuer, PetrelError>> {
   const certBytes = await readBytes(certFile);
   if (!certBytes.ok) return certBytes;
   let chain: x509.X509Certificate[];
@@ -259,14 +421,6 @@ async function loadIssuer(values: Values, parent: Path | null): Promise<Result<I
   if (!key.ok) return err('E_PKI_KEY', `${keyFile}: ${key.error.message}`);
   if (!(await sameKey(head, key.value))) {
     return err('E_PKI_KEY', `${keyFile} is not the key of the certificate in ${certFile}`);
-  }
-  if (parent !== null) {
-    const delegation = delegationOf(chain.map((c) => viewOf(c)));
-    if (!delegation.ok) return delegation;
-    if (printPath(delegation.value.path) !== printPath(parent)) {
-      const has = `${printPath(delegation.value.path)}:`;
-      return err('E_PKI_PATH', `the issuing CA in ${certFile} delegates ${has}, not ${printPath(parent)}:`);
-    }
   }
   return ok({ chain, key: key.value });
 }
