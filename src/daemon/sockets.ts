@@ -360,10 +360,12 @@ export async function listenLocalSockets(options: SocketOptions): Promise<LocalS
           subscriber,
           select.kind === 'count' ? { count: select.count } : { since: select.since.getTime() },
         );
-        // The client ends the subscription by sending anything or closing (§2.3).
+        // The client ends the subscription by sending anything or closing (§2.3). What was
+        // queued for it before then still goes out (the whole history, for `petrel console
+        // --no-follow`, which closes its side once it has the reply), then the connection ends.
         await source.next().catch(() => null);
         options.hub.unsubscribe(name, subscriber);
-        return void socket.end();
+        return subscriber.finish();
       }
       default:
         log.warn({ command: command.type }, 'not a console command; connection closed');
@@ -416,7 +418,11 @@ export async function listenLocalSockets(options: SocketOptions): Promise<LocalS
   for (const service of Object.keys(handlers) as LocalService[]) {
     const file = paths[service];
     await rm(file, { force: true });
-    const server = createServer((socket) => accept(service, socket));
+    // The console socket stays open for writing after the client's end (a half-close): that
+    // end is how a client ends its subscription, and what was queued for it is still sent.
+    const server = createServer({ allowHalfOpen: service === 'console' }, (socket) =>
+      accept(service, socket),
+    );
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
       server.listen(file, () => resolve());
@@ -464,6 +470,8 @@ export class SocketSubscriber implements Subscriber {
   #draining = false;
   #corked = false;
   #drained: (() => void)[] = [];
+  /** Unsubscribed: end the connection once the queue is out. */
+  #finishing = false;
 
   constructor(socket: Duplex, header: Header, release: '2.0' | '2.1', max: number, log: Logger) {
     this.#socket = socket;
@@ -514,6 +522,12 @@ export class SocketSubscriber implements Subscriber {
     return this.#send(last.frames, lines.length);
   }
 
+  /** After the unsubscribe: sends what is still queued, then ends the connection. */
+  finish(): void {
+    this.#finishing = true;
+    if (!this.#draining) this.#socket.end();
+  }
+
   close(reason: string): void {
     this.#log.warn({ name: printName(this.#header.name), reason }, 'console subscriber closed');
     this.#socket.destroy();
@@ -561,5 +575,6 @@ export class SocketSubscriber implements Subscriber {
       }
     }
     for (const listener of this.#drained.splice(0)) listener();
+    if (this.#finishing) this.#socket.end();
   }
 }

@@ -108,16 +108,26 @@ export async function sendChunks(
 /** After close(), how long the peer gets to close its side before the connection is destroyed. */
 const CLOSE_GRACE_MS = 2_000;
 
-/** The stream after `answer`; close() ends it from our side (unsubscribing). */
+/**
+ * The stream after `answer`; close() ends it from our side (unsubscribing) and gives the peer
+ * CLOSE_GRACE_MS to close; finish() ends our side and waits for the peer as long as it takes.
+ */
 export function openStream(channel: Channel, answer: Answer, events: AsyncIterable<StreamEvent>): Stream {
-  let closing = false;
+  let ended = false;
+  let timed = false;
+  const end = () => {
+    if (ended) return;
+    ended = true;
+    channel.end();
+  };
   return {
     answer,
     events,
+    finish: end,
     close() {
-      if (closing) return;
-      closing = true;
-      channel.end();
+      end();
+      if (timed) return;
+      timed = true;
       const timer = setTimeout(() => channel.destroy(), CLOSE_GRACE_MS);
       timer.unref();
       void channel.closed.then(() => clearTimeout(timer));

@@ -40,6 +40,11 @@ export interface Stream {
   readonly events: AsyncIterable<StreamEvent>;
   /** Ends the exchange from our side: unsubscribes a console or statistics subscriber. */
   close(): void;
+  /**
+   * Ends our side only, and keeps reading: a console subscriber is unsubscribed, what petreld
+   * queued for it before (the history) still arrives, then `events` ends. No grace timer.
+   */
+  finish(): void;
 }
 
 /**

@@ -92,6 +92,21 @@ describe('alice and bob, delegated by certificate, against one real petreld', ()
       watch.value.close();
     }
     expect(line).toBe('alice:vm1 petrel-canary vm1');
+    // `petrel console --no-follow` over TLS: our end of the subscription, and the history comes
+    // whole, then the end (issue 25).
+    const history = await alice.stream(name('vm1'), {
+      type: 'console-subscribe',
+      release: '2.1',
+      select: { kind: 'count', count: 10 },
+    });
+    if (!history.ok) throw new Error(history.error.message);
+    history.value.finish();
+    const lines: string[] = [];
+    for await (const event of history.value.events) {
+      if (event.kind !== 'data' || event.data.type !== 'console') throw new Error(`unexpected ${event.kind}`);
+      lines.push(Buffer.from(event.data.line).toString());
+    }
+    expect(lines.at(-1)).toBe('petrel-canary vm1');
 
     // bob sees none of alice's unikernels and cannot name them: his names are under bob:.
     const bob = petreld.remote('bob');

@@ -9,12 +9,13 @@ import type { Stream } from './transport.js';
 /**
  * Hands every Data frame to `onData` until the stream ends. Ending because we were interrupted
  * is success; petreld closing on its own (its subscriber limit, a full queue, shutting down)
- * stops with exit 4.
+ * stops with exit 4, unless `until` is 'server': we ended our side and wait for petreld's.
  */
 export async function follow(
   io: CliIo,
   stream: Stream,
   onData: (name: Name, data: Data) => void,
+  until: 'interrupt' | 'server' = 'interrupt',
 ): Promise<number> {
   const signal = io.interrupted?.();
   const stop = () => stream.close();
@@ -30,6 +31,6 @@ export async function follow(
     signal?.removeEventListener('abort', stop);
     stream.close();
   }
-  if (signal?.aborted === true) return CLIENT_EXIT.OK;
+  if (signal?.aborted === true || until === 'server') return CLIENT_EXIT.OK;
   throw new Stop(CLIENT_EXIT.PROTOCOL, 'petreld closed the subscription');
 }

@@ -1,7 +1,7 @@
-// `petrel console NAME`: a unikernel's console history, then its live lines until Ctrl-C
-// (console subscribe on console.sock, semantics §11.3).
+// `petrel console NAME`: a unikernel's console history, then its live lines until Ctrl-C, or
+// with --no-follow the history alone (console subscribe on console.sock, semantics §11.3).
 
-import type { ConsoleSelect } from '../../wire/types.js';
+import type { ConsoleSelect, Data, Name } from '../../wire/types.js';
 import { follow } from '../client/follow.js';
 import { consoleLineJson, consoleLineText } from '../client/format.js';
 import {
@@ -19,7 +19,7 @@ import {
 } from '../client/shell.js';
 import { CONNECTION_HELP, CONNECTION_OPTIONS } from '../client/target.js';
 
-const USAGE = `usage: petrel console NAME [--count N | --since TIME] [--json]
+const USAGE = `usage: petrel console NAME [--count N | --since TIME] [--no-follow] [--json]
 
 Prints the last console lines of the unikernel NAME, then follows new ones until interrupted
 (Ctrl-C), which closes the subscription cleanly (exit 0). The subscription outlives restarts
@@ -30,12 +30,17 @@ The subscription's status goes to stderr.
   --count N     history: the last N lines (0 to 1024, default 20)
   --since TIME  history: lines since TIME, an ISO 8601 time (2024-05-01T12:00:00Z) or a
                 duration ago (90s, 5m, 2h, 1d)
+  --no-follow   print the history and exit 0: once petreld has replied, petrel ends its side
+                of the subscription; petreld sends the history it queued with the reply and
+                any line printed until it read that end, then closes. The lines are the
+                history at that moment (with --count N, the last N of them)
 
 ${CONNECTION_HELP}
 examples:
   petrel console hello
   petrel console user:web --since 10m --json
   petrel console hello --count 0
+  petrel console hello --count 100 --no-follow > hello.log
 
 ${EXIT_HELP}`;
 
@@ -43,6 +48,7 @@ const OPTIONS = {
   ...CONNECTION_OPTIONS,
   count: { type: 'string' },
   since: { type: 'string' },
+  'no-follow': { type: 'boolean' },
   json: { type: 'boolean' },
 } as const;
 
@@ -77,14 +83,23 @@ export const consoleCommand = clientCommand('console', USAGE, async (args, io) =
   });
   if (reply.type !== 'string') stream.close();
   io.stderr(`petrel console: ${expectReply(reply, 'string').text}\n`);
-  return follow(io, stream, (from, data) => {
+  const line = (from: Name, data: Data): string => {
     if (data.type !== 'console' && data.type !== 'console-old') {
       throw new Stop(CLIENT_EXIT.PROTOCOL, `petreld sent ${data.type} data on a console subscription`);
     }
-    io.stdout(
-      session.json
-        ? consoleLineJson(from, data.timestamp, data.line)
-        : consoleLineText(data.timestamp, data.line),
-    );
-  });
+    return session.json
+      ? consoleLineJson(from, data.timestamp, data.line)
+      : consoleLineText(data.timestamp, data.line);
+  };
+  if (values['no-follow'] !== true) return follow(io, stream, (from, data) => io.stdout(line(from, data)));
+  // The wire marks no end of the history: our end of the subscription marks it. Every history
+  // line was queued before the reply was sent; a line the unikernel printed in the round trip
+  // after it is, by the time petreld reads our end, part of the history too, and of the last N
+  // lines only the newest N are.
+  stream.finish();
+  const lines: string[] = [];
+  const status = await follow(io, stream, (from, data) => lines.push(line(from, data)), 'server');
+  const keep = select.kind === 'count' ? lines.slice(Math.max(0, lines.length - select.count)) : lines;
+  io.stdout(keep.join(''));
+  return status;
 });
