@@ -11,7 +11,7 @@
 # Where /dev/kvm is a nested software KVM (kvm-pvm), hvt guests die at their first SSE
 # instruction (floating point: every MirageOS unikernel); petreld's log then has a WARN line,
 # check hvtSse, and such unikernels belong under spt.
-#   PETREL_SKIP_INSTALL=1   skip the install and build steps (already done)
+#   PETREL_SKIP_INSTALL=1   skip the install, build and npm link steps (already done)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 home=${PETREL_HOME:-$PWD/.petrel}
@@ -21,6 +21,12 @@ if [ "${PETREL_SKIP_INSTALL:-0}" != 1 ]; then
   bash scripts/install-deps.sh
   npm ci --no-audit --no-fund
   npm run build
+  # `petrel` (and `petreld`) on PATH: npm's global bin links into this tree (README). Not fatal:
+  # a user who cannot write npm's prefix is told how to.
+  if ! command -v petrel >/dev/null; then
+    npm link --no-audit --no-fund >/dev/null 2>&1 ||
+      echo "quickstart: npm link failed (npm's prefix not writable?): npm config set prefix ~/.local, then npm link; until then use node dist/src/cli/petrel.js" >&2
+  fi
 fi
 
 petrel() { node dist/src/cli/petrel.js "$@"; }
@@ -40,9 +46,9 @@ fi
 cat >&2 <<TXT
 quickstart: starting petreld (runtimes $PETREL_RUNTIMES), state in $home
 quickstart: once it logs "petreld ready", in another shell:
-  node dist/src/cli/petrel.js create hello native/build/canary.spt --arg wait --arg hi --run-dir $home/run
-  node dist/src/cli/petrel.js console hello --run-dir $home/run
-  node dist/src/cli/petrel.js node info --run-dir $home/run
+  petrel create hello native/build/canary.spt --arg wait --arg hi --run-dir $home/run
+  petrel console hello --run-dir $home/run
+  petrel node info --run-dir $home/run
 TXT
 exec node dist/src/cli/petreld.js \
   --state-dir "$home/state" --run-dir "$home/run" --runtimes "$PETREL_RUNTIMES" \
