@@ -25,13 +25,14 @@
 //    at once, and a frame once begun must not pause longer than `frameStallTimeout`.
 
 import { constants } from 'node:crypto';
-import { type AddressInfo, createConnection, createServer, type Server, type Socket } from 'node:net';
+import { type AddressInfo, createServer, type Server, type Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { createSecureContext, type SecureContext, TLSSocket } from 'node:tls';
 import pino, { type Logger } from 'pino';
 import { TransferCollector } from '../host/garbage.js';
 import { Gate, type GateCounts, type Ticket } from '../net/gate.js';
-import { MeteredStream } from '../net/metered.js';
+import type { MeteredStream } from '../net/metered.js';
+import { acceptTls } from '../net/tls-accept.js';
 import { err, ok, type Result } from '../resources/errors.js';
 import { printName, printPath } from '../resources/name.js';
 import { loadTrustAnchor, MAX_CHAIN, type TrustAnchor, verifyClientChain } from './chain.js';
@@ -39,6 +40,7 @@ import { type Channel, SocketChannel } from './channel.js';
 import { describeError, type TlsError, tlsError } from './errors.js';
 import { authorize } from './identity.js';
 import { finalFrame, proxy, type Service } from './proxy.js';
+import { connectService } from './service.js';
 import {
   ADMISSION_DEFAULTS,
   type AdmissionSettings,
@@ -132,11 +134,6 @@ export function createTlsEndpoint(options: TlsEndpointOptions): Result<TlsEndpoi
 
 /** `tls.refused` lines a second at most. */
 const REFUSALS_LOGGED = 10;
-
-/** TLS content type 22: every ClientHello arrives in one. */
-const HANDSHAKE_RECORD = 22;
-/** A record's header and the largest plaintext record (RFC 8446 §5.1) with room for padding. */
-const MAX_RECORD = 5 + 16384 + 256;
 
 const toPemInput = (input: string | Uint8Array): string | Buffer =>
   typeof input === 'string' ? input : Buffer.from(input);
@@ -236,59 +233,29 @@ class Endpoint implements TlsEndpoint {
    */
   #accept(raw: Socket): void {
     const remote = `${raw.remoteAddress}:${raw.remotePort}`;
-    let stream: MeteredStream | null = null;
-    const ticket = this.#gate.admit(raw.remoteAddress, {
-      evict: () => raw.destroy(),
-      hold: () => stream?.hold(),
-      resume: () => stream?.release(),
+    // A stock client's leaf carries an image: its handshake passes megabytes through buffers
+    // of this process, collected as they pass, as any bulk transfer's are (host/garbage.ts),
+    // until the handshake is over.
+    const garbage = new TransferCollector();
+    let counted = 0;
+    let handshaking = true;
+    const ticket = acceptTls(raw, this.#gate, {
+      ready: (stream, ticket) => {
+        counted = raw.bytesRead;
+        this.#handshake(stream, ticket, remote, () => {
+          handshaking = false;
+        });
+      },
+      read: (bytesRead) => {
+        if (!handshaking) return;
+        garbage.moved(bytesRead - counted);
+        counted = bytesRead;
+      },
     });
-    if (ticket === null) {
-      raw.destroy();
-      return;
-    }
+    if (ticket === null) return;
     this.#sockets.add(raw);
     raw.on('error', (e: Error) => this.#log.debug({ event: 'tls.socket-error', remote, reason: e.message }));
-    raw.once('close', () => {
-      ticket.settle();
-      this.#sockets.delete(raw);
-    });
-    const first: Buffer[] = [];
-    let have = 0;
-    let need = -1;
-    const onData = (chunk: Buffer): void => {
-      first.push(chunk);
-      have += chunk.length;
-      if (need < 0 && have >= 5) {
-        const head = first.length === 1 ? chunk : Buffer.concat(first);
-        need = head[0] === HANDSHAKE_RECORD ? 5 + head.readUInt16BE(3) : 0;
-        if (need === 0 || need > MAX_RECORD) {
-          this.#gate.refused('not-tls', raw.remoteAddress);
-          raw.destroy();
-          return;
-        }
-      }
-      const done = need > 0 && have >= need;
-      ticket.read(raw.bytesRead, done);
-      if (!done || raw.destroyed) return;
-      raw.off('data', onData);
-      raw.pause();
-      // A stock client's leaf carries an image: its handshake passes megabytes through buffers
-      // of this process, collected as they pass, as any bulk transfer's are (host/garbage.ts),
-      // until the handshake is over.
-      const garbage = new TransferCollector();
-      let counted = raw.bytesRead;
-      let handshaking = true;
-      stream = new MeteredStream(raw, first, () => {
-        ticket.read(raw.bytesRead, true);
-        if (!handshaking) return;
-        garbage.moved(raw.bytesRead - counted);
-        counted = raw.bytesRead;
-      });
-      this.#handshake(stream, ticket, remote, () => {
-        handshaking = false;
-      });
-    };
-    raw.on('data', onData);
+    raw.once('close', () => this.#sockets.delete(raw));
   }
 
   #handshake(stream: MeteredStream, ticket: Ticket, remote: string, over: () => void): void {
@@ -408,37 +375,18 @@ class Endpoint implements TlsEndpoint {
   }
 
   #connect(service: Service, remote: string): Promise<Channel | null> {
-    if (this.#options.openService !== undefined) {
-      const stream = this.#options.openService(service);
-      if (stream === null) {
-        this.#log.warn({ event: 'tls.daemon-unreachable', remote, service, reason: 'petreld is stopping' });
-        return Promise.resolve(null);
-      }
-      this.#sockets.add(stream);
-      stream.once('close', () => this.#sockets.delete(stream));
-      return Promise.resolve(this.#channel(stream, service, remote));
-    }
-    const path = this.#options.sockets[service];
-    return new Promise((resolve) => {
-      const socket = createConnection(path);
-      this.#sockets.add(socket);
-      socket.once('close', () => this.#sockets.delete(socket));
-      const failed = (e: Error): void => {
-        this.#log.warn({ event: 'tls.daemon-unreachable', remote, service, reason: e.message });
-        resolve(null);
-      };
-      socket.once('error', failed);
-      socket.once('connect', () => {
-        socket.off('error', failed);
-        resolve(this.#channel(socket, service, remote));
-      });
-    });
-  }
-
-  #channel(stream: Duplex, service: Service, remote: string): Channel {
-    return new SocketChannel(stream, this.#maxFrame, (error) => {
-      this.#log.warn({ event: 'tls.daemon-frame-refused', remote, service, reason: error.message });
-    });
+    return connectService(
+      {
+        sockets: this.#options.sockets,
+        openService: this.#options.openService,
+        maxFrameBytes: this.#maxFrame,
+        log: this.#log,
+        listener: 'tls',
+        streams: this.#sockets,
+      },
+      service,
+      remote,
+    );
   }
 }
 
