@@ -89,6 +89,20 @@ export function extendedKeyUsage(purposes: readonly string[]): Uint8Array {
   return toBytes(enc.sequence(purposes.map(oid)));
 }
 
+/** The names a server certificate is valid for: DNS names, and IP addresses as 4 or 16 bytes. */
+export type AltName = { readonly dns: string } | { readonly ip: Uint8Array };
+
+/** SubjectAltName: GeneralNames of dNSName [2] IA5String and iPAddress [7] OCTET STRING. */
+export function subjectAltName(names: readonly AltName[]): Uint8Array {
+  return toBytes(
+    enc.sequence(
+      names.map((n) =>
+        'dns' in n ? enc.primitive(0x82, Buffer.from(n.dns, 'latin1')) : enc.primitive(0x87, n.ip),
+      ),
+    ),
+  );
+}
+
 export function subjectKeyIdentifier(id: Uint8Array): Uint8Array {
   return toBytes(enc.octets(id));
 }

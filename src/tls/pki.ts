@@ -11,6 +11,7 @@ import type { Command } from '../wire/types.js';
 import { TOKEN_PURPOSE, viewOf } from './certs.js';
 import { keyIdentifier, readCertificate } from './der.js';
 import {
+  type AltName,
   authorityKeyIdentifier,
   basicConstraints,
   type Extension,
@@ -19,6 +20,7 @@ import {
   extendedKeyUsage,
   keyUsage,
   publicKeyInfo,
+  subjectAltName,
   subjectKeyIdentifier,
 } from './encode.js';
 import { certificateCommand } from './identity.js';
@@ -78,6 +80,8 @@ export interface IssueParams {
   readonly validity: Validity;
   /** The Albatross extension's command (delegation and command profiles). */
   readonly command?: Command;
+  /** Names and addresses a server certificate is for (subjectAltName), as browsers require. */
+  readonly altNames?: readonly AltName[];
   /** Absent for the self-signed root: then `signingKey` signs and the subject is the issuer. */
   readonly issuer?: Issuer;
   readonly signingKey?: KeyPair;
@@ -107,6 +111,9 @@ export async function issue(params: IssueParams): Promise<Issued> {
           ? TOKEN_PURPOSE
           : OID.clientAuth;
     extensions.push({ oid: OID.extKeyUsage, critical: true, value: extendedKeyUsage([purpose]) });
+  }
+  if (params.altNames !== undefined && params.altNames.length > 0) {
+    extensions.push({ oid: OID.subjectAltName, critical: false, value: subjectAltName(params.altNames) });
   }
   if (params.profile !== 'root') {
     const own = keyIdentifier(publicKey);
@@ -148,6 +155,7 @@ const OID = {
   extKeyUsage: '2.5.29.37',
   subjectKeyId: '2.5.29.14',
   authorityKeyId: '2.5.29.35',
+  subjectAltName: '2.5.29.17',
   serverAuth: '1.3.6.1.5.5.7.3.1',
   clientAuth: '1.3.6.1.5.5.7.3.2',
 } as const;
@@ -332,4 +340,46 @@ export async function issueToken(
   const key = await generateKey('ed25519');
   const validity = { notBefore: new Date(now.getTime() - SKEW_MS), notAfter: expires };
   return ok(await issue({ profile: 'token', commonName: name, publicKey: key.publicKey, validity, issuer }));
+}
+
+/**
+ * A name or address given on the command line as a subjectAltName entry: an IPv4 or IPv6
+ * address (4 or 16 bytes), else a DNS name (letters, digits, hyphens, dots; `*.` in front).
+ */
+export function parseAltName(text: string): Result<AltName, PetrelError> {
+  const v4 = /^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})$/.exec(text);
+  if (v4 !== null) {
+    const bytes = v4.slice(1).map(Number);
+    if (bytes.some((b) => b > 255)) return err('E_PKI_NAME', `${text} is not an IPv4 address`);
+    return ok({ ip: Uint8Array.from(bytes) });
+  }
+  if (text.includes(':')) {
+    const ip = ipv6Bytes(text);
+    return ip === null ? err('E_PKI_NAME', `${text} is not an IPv6 address`) : ok({ ip });
+  }
+  const label = /^(?!-)[A-Za-z0-9-]{1,63}(?<!-)$/;
+  const labels = text.startsWith('*.') ? text.slice(2).split('.') : text.split('.');
+  if (text.length > 253 || !labels.every((l) => label.test(l))) {
+    return err('E_PKI_NAME', `${text} is neither a DNS name nor an IP address`);
+  }
+  return ok({ dns: text.toLowerCase() });
+}
+
+function ipv6Bytes(text: string): Uint8Array | null {
+  const halves = text.split('::');
+  if (halves.length > 2) return null;
+  const groups = (part: string): string[] => (part === '' ? [] : part.split(':'));
+  const head = groups(halves[0] as string);
+  const tail = halves.length === 2 ? groups(halves[1] as string) : [];
+  const missing = 8 - head.length - tail.length;
+  if ((halves.length === 1 && missing !== 0) || (halves.length === 2 && missing < 1)) return null;
+  const all = [...head, ...Array<string>(halves.length === 2 ? missing : 0).fill('0'), ...tail];
+  if (!all.every((g) => /^[0-9a-fA-F]{1,4}$/.test(g))) return null;
+  const bytes = new Uint8Array(16);
+  all.forEach((g, i) => {
+    const n = Number.parseInt(g, 16);
+    bytes[i * 2] = n >> 8;
+    bytes[i * 2 + 1] = n & 0xff;
+  });
+  return bytes;
 }

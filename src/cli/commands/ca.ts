@@ -30,6 +30,7 @@ import {
   issue,
   issueDelegation,
   issueToken,
+  parseAltName,
   selfSigned,
   validityFor,
 } from '../../tls/pki.js';
@@ -50,6 +51,7 @@ const USAGE = `usage:
   petrel ca delegate PATH --vms N [--mem MB] [--cpus LIST] [--block MB] [--bridge NAME]...
                  [--days N] [--dir DIR] [--issuer-cert FILE --issuer-key FILE] [--key-type TYPE]
   petrel ca sign CSR [--dir DIR] [--issuer-cert FILE --issuer-key FILE] [--days N] [--out FILE]
+  petrel ca web-cert NAME|ADDRESS... [--dir DIR] [--key-type TYPE] [--days N]
   petrel ca token --cert FILE --key FILE --name NAME [--expires WHEN] [--out FILE]
   petrel ca revoke TOKEN|FILE|ID [--state-dir DIR]
 
@@ -67,6 +69,11 @@ sign      signs a certificate request with the root CA (or --issuer-cert/--issue
           a policy add becomes a delegation (365 days), another command a command
           certificate (1 day), no command a server certificate (365 days). Writes --out,
           default the request's file name with .pem.
+web-cert  the certificate petreld's web API (webListen) presents to browsers, signed by the
+          root CA: DIR/web.pem and DIR/web.key, for every NAME (DNS) and ADDRESS (IPv4, IPv6)
+          given, as subjectAltName (browsers ignore the CN). --key-type p256 (default), p384,
+          rsa2048 or rsa4096: browsers refuse Ed25519 server certificates. --days 365.
+          A browser trusts it once DIR/cacert.pem is imported as an authority.
 token     a bearer token for petreld's web API (webListen), made offline from a delegation
           (--cert, the delegation's file as \`delegate\` wrote it, and its --key): it can do
           exactly what the delegation can. --name is a label naming it in petreld's audit log;
@@ -97,7 +104,7 @@ const OPTIONS = {
   dir: { type: 'string', default: '.' },
   name: { type: 'string' },
   'server-name': { type: 'string', default: 'server' },
-  'key-type': { type: 'string', default: 'ed25519' },
+  'key-type': { type: 'string' },
   days: { type: 'string' },
   'server-days': { type: 'string' },
   vms: { type: 'string' },
@@ -134,8 +141,8 @@ export const caCommand: CliCommand = {
         return EXIT.OK;
       }
       const [action, target, ...extra] = positionals;
-      if (extra.length > 0) throw new Usage(`unexpected argument '${extra[0]}'`);
-      const result = await dispatch(action, target, values, io);
+      if (extra.length > 0 && action !== 'web-cert') throw new Usage(`unexpected argument '${extra[0]}'`);
+      const result = await dispatch(action, target, extra, values, io);
       if (result.ok) return EXIT.OK;
       io.stderr(`petrel ca: ${result.error.message}\n`);
       return EXIT.FAILURE;
@@ -149,7 +156,13 @@ export const caCommand: CliCommand = {
   },
 };
 
-function dispatch(action: string | undefined, target: string | undefined, values: Values, io: CliIo) {
+function dispatch(
+  action: string | undefined,
+  target: string | undefined,
+  extra: readonly string[],
+  values: Values,
+  io: CliIo,
+) {
   switch (action) {
     case 'init':
       if (target !== undefined) throw new Usage(`unexpected argument '${target}'`);
@@ -160,6 +173,9 @@ function dispatch(action: string | undefined, target: string | undefined, values
     case 'sign':
       if (target === undefined) throw new Usage('sign needs a CSR file');
       return sign(target, values, io);
+    case 'web-cert':
+      if (target === undefined) throw new Usage('web-cert needs at least one NAME or ADDRESS');
+      return webCert([target, ...extra], values, io);
     case 'token':
       if (target !== undefined) throw new Usage(`unexpected argument '${target}'`);
       return token(values, io);
@@ -168,7 +184,9 @@ function dispatch(action: string | undefined, target: string | undefined, values
       return revoke(target, values, io);
     default:
       throw new Usage(
-        action === undefined ? 'missing init, delegate, sign, token or revoke' : `unknown action '${action}'`,
+        action === undefined
+          ? 'missing init, delegate, sign, web-cert, token or revoke'
+          : `unknown action '${action}'`,
       );
   }
 }
@@ -184,8 +202,8 @@ function count(text: string | undefined, flag: string, fallback?: number): numbe
   return n;
 }
 
-function keyType(values: Values): KeyType {
-  const type = parseKeyType(values['key-type']);
+function keyType(values: Values, fallback: KeyType = 'ed25519'): KeyType {
+  const type = parseKeyType(values['key-type'] ?? fallback);
   if (!type.ok) throw new Usage(type.error.message);
   return type.value;
 }
@@ -264,6 +282,44 @@ async function sign(csrFile: string, values: Values, io: CliIo): Promise<Result<
   if (!issued.ok) return issued;
   await writeCertificates(out, issued.value.chain, io);
   await record(values.dir, issued.value.certificate);
+  return ok(undefined);
+}
+
+/** Key types browsers accept for a server certificate. */
+const WEB_KEY_TYPES: readonly KeyType[] = ['p256', 'p384', 'rsa2048', 'rsa4096'];
+
+async function webCert(
+  names: readonly string[],
+  values: Values,
+  io: CliIo,
+): Promise<Result<void, PetrelError>> {
+  const altNames = names.map((n) => {
+    const parsed = parseAltName(n);
+    if (!parsed.ok) throw new Usage(parsed.error.message);
+    return parsed.value;
+  });
+  const type = keyType(values, 'p256');
+  if (!WEB_KEY_TYPES.includes(type)) {
+    throw new Usage(`--key-type ${type}: browsers refuse it for a server; use ${WEB_KEY_TYPES.join(', ')}`);
+  }
+  const issuer = await loadIssuer(values, null);
+  if (!issuer.ok) return issuer;
+  const dir = values.dir;
+  const key = await loadOrCreateKey(join(dir, 'web.key'), type, io);
+  if (!key.ok) return key;
+  if (!WEB_KEY_TYPES.includes(key.value.type)) {
+    return err('E_PKI_KEY', `${join(dir, 'web.key')} is an ${key.value.type} key, which browsers refuse`);
+  }
+  const server = await issue({
+    profile: 'server',
+    commonName: names[0] as string,
+    publicKey: key.value.publicKey,
+    validity: validityFor(new Date(), days(count(values.days, 'days', DEFAULT_DAYS.server))),
+    altNames,
+    issuer: issuer.value,
+  });
+  await writeCertificates(join(dir, 'web.pem'), server.chain, io);
+  await record(dir, server.certificate);
   return ok(undefined);
 }
 
