@@ -49,6 +49,10 @@ export interface PetrelConfig {
   readonly tlsCa: string | null;
   readonly tlsCert: string | null;
   readonly tlsKey: string | null;
+  /** The web API's HTTPS listener (issue 24); tokens lead to tlsCa. */
+  readonly webListen: Endpoint | null;
+  readonly webCert: string | null;
+  readonly webKey: string | null;
   readonly maxFrameBytes: number;
   /** Admission (petrel-differences.md (c)): sockets and bytes of unauthenticated peers. */
   readonly maxPendingConnections: number;
@@ -414,6 +418,30 @@ export const CONFIG_FIELDS: { readonly [K in ConfigKey]: ConfigField<PetrelConfi
     defaultValue: null,
     defaultText: 'none',
     help: "the server certificate's private key (PEM)",
+    parse: optional(pathValue),
+  }),
+  webListen: field({
+    table: 'tls',
+    arg: 'HOST:PORT',
+    defaultValue: null,
+    defaultText: 'off',
+    help: 'HTTPS listener of the web API, bearer tokens from petrel ca token (a bare port means ::); needs tlsCa, webCert, webKey',
+    parse: optional(endpoint('::')),
+  }),
+  webCert: field({
+    table: 'tls',
+    arg: 'FILE',
+    defaultValue: null,
+    defaultText: 'none',
+    help: 'the certificate (PEM) the web API shows browsers: petrel ca web-cert makes one',
+    parse: optional(pathValue),
+  }),
+  webKey: field({
+    table: 'tls',
+    arg: 'FILE',
+    defaultValue: null,
+    defaultText: 'none',
+    help: "the web certificate's private key (PEM)",
     parse: optional(pathValue),
   }),
   maxFrameBytes: field({
@@ -790,6 +818,11 @@ function crossCheck(config: PetrelConfig, errors: string[]): void {
   if (config.tlsListen !== null) {
     for (const key of ['tlsCa', 'tlsCert', 'tlsKey'] as const) {
       if (config[key] === null) errors.push(`${keyPath(key)}: required when ${keyPath('tlsListen')} is set`);
+    }
+  }
+  if (config.webListen !== null) {
+    for (const key of ['tlsCa', 'webCert', 'webKey'] as const) {
+      if (config[key] === null) errors.push(`${keyPath(key)}: required when ${keyPath('webListen')} is set`);
     }
   }
   if (config.restartBackoffMax < config.restartBackoffBase) {

@@ -4,6 +4,7 @@
 
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
+import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
 import { ConsoleHub } from '../console/hub.js';
 import { Engine } from '../engine/engine.js';
@@ -19,7 +20,9 @@ import { MAX_VMS, makePolicy, type Policy } from '../resources/policy.js';
 import { type LazyStatsService, lazyStatsService } from '../stats/lazy.js';
 import { type CapabilityReport, type ProbeOptions, probeHost } from '../tender/probe.js';
 import type { TlsEndpoint, TlsEndpointOptions } from '../tls/endpoint.js';
+import type { Service } from '../tls/proxy.js';
 import type { AdmissionSettings } from '../tls/settings.js';
+import type { WebServer } from '../web/server.js';
 import { type CanaryResult, runCanary } from './canary.js';
 import type { PetrelConfig, Runtime } from './config.js';
 import type { Metrics } from './metrics.js';
@@ -54,6 +57,8 @@ export interface StartReport {
   };
   readonly tls: { readonly address: string; readonly port: number } | null;
   readonly metrics: { readonly address: string; readonly port: number } | null;
+  /** The web API's listener (`webListen`). */
+  readonly web: { readonly address: string; readonly port: number } | null;
   /** Process start (or `start()` call) to ready, ms. */
   readonly readyMs: number;
 }
@@ -134,6 +139,7 @@ export function createDaemon(options: DaemonOptions): Daemon {
   });
   let sockets: LocalSockets | null = null;
   let tls: TlsEndpoint | null = null;
+  let web: WebServer | null = null;
   let fleet: { reporter: FleetReporter; pool: { end(): Promise<void> } } | null = null;
   let metrics: Metrics | null = null;
   let stats: LazyStatsService | null = null;
@@ -148,6 +154,8 @@ export function createDaemon(options: DaemonOptions): Daemon {
     await fleet?.reporter.stop();
     await fleet?.pool.end();
     fleet = null;
+    await web?.close();
+    web = null;
     await tls?.close();
     tls = null;
     stats?.close();
@@ -225,14 +233,16 @@ export function createDaemon(options: DaemonOptions): Daemon {
       stats,
     });
 
+    // The listeners petreld hosts reach its handlers by in-memory connections (see openTls).
+    const openService = (service: Service): Duplex | null => {
+      if (sockets === null) return null;
+      const [listenerEnd, daemonEnd] = duplexPair();
+      sockets.attach(service === 'vmmd' ? 'engine' : service, daemonEnd);
+      return listenerEnd;
+    };
     let tlsAddress: StartReport['tls'] = null;
     if (config.tlsListen !== null) {
-      const opened = await openTls(config, log, (service) => {
-        if (sockets === null) return null;
-        const [endpointEnd, daemonEnd] = duplexPair();
-        sockets.attach(service === 'vmmd' ? 'engine' : service, daemonEnd);
-        return endpointEnd;
-      });
+      const opened = await openTls(config, log, openService);
       if (!opened.ok) {
         await stop({ stopGuests: false });
         return opened;
@@ -240,6 +250,18 @@ export function createDaemon(options: DaemonOptions): Daemon {
       tls = opened.value;
       const address = await tls.listen();
       tlsAddress = { address: address.address, port: address.port };
+    }
+
+    let webAddress: StartReport['web'] = null;
+    if (config.webListen !== null) {
+      const opened = await openWeb(config, log, openService);
+      if (!opened.ok) {
+        await stop({ stopGuests: false });
+        return opened;
+      }
+      web = opened.value;
+      const address = await web.listen();
+      webAddress = { address: address.address, port: address.port };
     }
 
     let metricsAddress: StartReport['metrics'] = null;
@@ -328,6 +350,7 @@ export function createDaemon(options: DaemonOptions): Daemon {
       },
       tls: tlsAddress,
       metrics: metricsAddress,
+      web: webAddress,
       readyMs,
     });
   }
@@ -398,6 +421,45 @@ async function openTls(
     openService,
   });
   return endpoint;
+}
+
+/** The web API (issue 24), loaded only when `webListen` is set; it reaches the engine as the TLS endpoint does. */
+async function openWeb(
+  config: PetrelConfig,
+  log: Logger,
+  openService: (service: Service) => Duplex | null,
+): Promise<Result<WebServer, PetrelError>> {
+  if (
+    config.tlsCa === null ||
+    config.webCert === null ||
+    config.webKey === null ||
+    config.webListen === null
+  ) {
+    return err('E_CONFIG', 'webListen needs tlsCa, webCert and webKey');
+  }
+  let files: Buffer[];
+  try {
+    files = await Promise.all([config.tlsCa, config.webCert, config.webKey].map((f) => readFile(f)));
+  } catch (e) {
+    return err('E_CONFIG', `webListen: ${(e as Error).message}`);
+  }
+  const [ca, cert, key] = files as [Buffer, Buffer, Buffer];
+  const { createWebServer } = await import('../web/server.js');
+  const { socketPaths } = await import('../tls/settings.js');
+  const { DENY_LIST_FILE } = await import('../tls/token.js');
+  return createWebServer({
+    ca,
+    cert,
+    key,
+    sockets: socketPaths(config.runDir),
+    denyList: path.join(config.stateDir, DENY_LIST_FILE),
+    host: config.webListen.host,
+    port: config.webListen.port,
+    maxFrameBytes: config.maxFrameBytes,
+    admission: admissionSettings(config),
+    logger: log,
+    openService,
+  });
 }
 
 /**

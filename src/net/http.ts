@@ -6,14 +6,19 @@ import type { Server } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Gate, Ticket } from './gate.js';
 
-export function admitHttp(server: Server, gate: Gate): void {
+/**
+ * `tcpOf`: the TCP socket under the one the HTTP server is given, when that is a TLS socket
+ * over a stream (the web API): its address is the peer's and its bytes are what was sent.
+ */
+export function admitHttp(server: Server, gate: Gate, tcpOf: (socket: Socket) => Socket = (s) => s): void {
   const tickets = new WeakMap<Socket, Ticket>();
   const pend = (socket: Socket): boolean => {
     // node:http parses in C++ and emits no 'data': the gate samples the bytes read instead.
-    const base = socket.bytesRead;
-    const ticket = gate.admit(socket.remoteAddress, {
+    const tcp = tcpOf(socket);
+    const base = tcp.bytesRead;
+    const ticket = gate.admit(tcp.remoteAddress, {
       evict: () => socket.destroy(),
-      sample: () => socket.bytesRead - base,
+      sample: () => tcp.bytesRead - base,
     });
     if (ticket === null) {
       socket.destroy();

@@ -1,5 +1,5 @@
 // What petreld loads before it knows its configuration: the daemon, not the optional parts. TLS
-// (and its X.509 library), statistics, metrics and the fleet registry are loaded only when
+// (and its X.509 library), the web API, statistics, metrics and the fleet registry are loaded only when
 // configured or first used; each costs resident memory for as long as the daemon runs. Runs
 // dist/src/cli/petreld.js (build first) with a resolve hook that lists every module it loads;
 // `--help` exits after the static imports, which are what every start loads.
@@ -43,6 +43,8 @@ const OPTIONAL = [
   '/src/tls/endpoint.js',
   '/src/tls/chain.js',
   '/src/tls/x509.js',
+  '/src/tls/token.js',
+  '/src/web/',
   '@peculiar/x509',
   'reflect-metadata',
   '/src/stats/service.js',

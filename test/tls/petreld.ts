@@ -43,6 +43,8 @@ export interface Petreld {
   readonly stateDir: string;
   /** The TLS port on 127.0.0.1; null when started without TLS. */
   readonly port: number | null;
+  /** The web API's port on 127.0.0.1 (`web: true`), its certificate made by `petrel ca web-cert`. */
+  readonly webPort: number | null;
   /** Every log line of the daemon (info and above), parsed. */
   readonly logs: Record<string, unknown>[];
   /** A remote client holding the delegation `label` (files ca/LABEL.pem and ca/LABEL.key). */
@@ -58,7 +60,7 @@ export interface Petreld {
 export async function startPetreld(
   delegations: Record<string, readonly string[]>,
   flags: Record<string, string> = {},
-  options: { readonly tls?: boolean } = {},
+  options: { readonly tls?: boolean; readonly web?: boolean } = {},
 ): Promise<Petreld> {
   const dir = await mkdtemp(path.join(tmpdir(), 'petreld-tls-'));
   const netns = makeNetns();
@@ -87,6 +89,16 @@ export async function startPetreld(
             tlsCert: path.join(ca, 'server.pem'),
             tlsKey: path.join(ca, 'server.key'),
           };
+    if (options.web === true) await petrelCa('web-cert', '127.0.0.1', 'localhost', '--dir', ca);
+    const web =
+      options.web === true
+        ? {
+            webListen: '127.0.0.1:0',
+            tlsCa: path.join(ca, 'cacert.pem'),
+            webCert: path.join(ca, 'web.pem'),
+            webKey: path.join(ca, 'web.key'),
+          }
+        : {};
     const config = unwrap(
       buildConfig({
         flags: {
@@ -97,6 +109,7 @@ export async function startPetreld(
           canaryDeadline: '5s',
           stopTimeout: '2s',
           ...tls,
+          ...web,
           ...flags,
         },
       }),
@@ -115,6 +128,7 @@ export async function startPetreld(
       runDir: path.join(dir, 'run'),
       stateDir: path.join(dir, 'state'),
       port,
+      webPort: started.value.web?.port ?? null,
       logs,
       remote: (label, at = port ?? 0) =>
         createRemoteTransport({

@@ -1,0 +1,455 @@
+// The web API's HTTPS listener (`webListen`, issue 24): admitted by the same gate as the
+// mutual-TLS endpoint (src/net/tls-accept.ts, then src/net/http.ts until a request head is in),
+// a bearer token verified per request (src/tls/token.ts), and each command carried to petreld
+// by the TLS endpoint's own proxy over the local sockets' frames (src/tls/proxy.ts).
+//
+// 1. TCP → gate → first record → TLS (any version ≥ 1.2 a browser speaks, ALPN http/1.1) over
+//    the metered stream; once the handshake is over the connection is handed to node:http,
+//    and stays pending in the gate until a complete request head has arrived (and again while
+//    a kept-alive connection waits for the next).
+// 2. Every request carries `Authorization: Bearer ptk1.…`; it is verified against the CA as a
+//    TLS client chain is, and against the deny-list, before anything is sent to petreld.
+// 3. The request's command goes to petreld under the name the token's path and the URL make,
+//    after the chain's policies, exactly as a TLS session's does.
+// 4. One `web.audit` line per change; refusals at most ten lines a second.
+
+import { createServer as createHttpServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { type AddressInfo, createServer, type Server, type Socket } from 'node:net';
+import type { Duplex } from 'node:stream';
+import { createSecureContext, type SecureContext, TLSSocket } from 'node:tls';
+import pino, { type Logger } from 'pino';
+import { Gate, type GateCounts } from '../net/gate.js';
+import { admitHttp } from '../net/http.js';
+import type { MeteredStream } from '../net/metered.js';
+import { acceptTls } from '../net/tls-accept.js';
+import { err, ok, type PetrelError, type Result } from '../resources/errors.js';
+import { type Name, printName, printPath } from '../resources/name.js';
+import { loadTrustAnchor, type TrustAnchor } from '../tls/chain.js';
+import { describeError } from '../tls/errors.js';
+import type { Identity } from '../tls/identity.js';
+import { proxy, type Service } from '../tls/proxy.js';
+import { connectService } from '../tls/service.js';
+import {
+  ADMISSION_DEFAULTS,
+  type AdmissionSettings,
+  admissionLimits,
+  SMALL_HANDSHAKE,
+  type SocketPaths,
+  TLS_DEFAULTS,
+} from '../tls/settings.js';
+import { type VerifiedToken, verifyToken } from '../tls/token.js';
+import { decodeWire } from '../wire/index.js';
+import type { Json } from '../wire/json.js';
+import type { Command } from '../wire/types.js';
+import {
+  type Answer,
+  type ApiResponse,
+  apiError,
+  destroyUnikernel,
+  EXIT,
+  getUnikernel,
+  listUnikernels,
+  nameUnder,
+  nodeInfo,
+  restartUnikernel,
+} from './api.js';
+import { RequestChannel } from './channel.js';
+import { DenyList } from './deny-list.js';
+
+export interface WebServerOptions {
+  /** The CA (PEM or DER) tokens must lead to: the TLS endpoint's `tlsCa`. */
+  readonly ca: string | Uint8Array;
+  /** The certificate browsers are shown (`petrel ca web-cert`) and its key, PEM. */
+  readonly cert: string | Uint8Array;
+  readonly key: string | Uint8Array;
+  readonly sockets: SocketPaths;
+  /** `<stateDir>/web-deny-list`. */
+  readonly denyList: string;
+  /** Default `::`. */
+  readonly host?: string;
+  /** 0 picks a free port. */
+  readonly port: number;
+  /** The largest frame to or from petreld. Default 64 MiB. */
+  readonly maxFrameBytes?: number;
+  readonly admission?: Partial<AdmissionSettings>;
+  readonly logger?: Logger;
+  /** Tokens are checked against this clock. Default: the system clock. */
+  readonly clock?: () => Date;
+  /** In-memory connections to petreld's handlers when petreld hosts the listener. */
+  readonly openService?: (service: Service) => Duplex | null;
+}
+
+export interface WebServer {
+  listen(): Promise<AddressInfo>;
+  close(): Promise<void>;
+  counts(): GateCounts;
+}
+
+export function createWebServer(options: WebServerOptions): Result<WebServer, PetrelError> {
+  const anchor = loadTrustAnchor(options.ca);
+  if (!anchor.ok) return anchor;
+  let context: SecureContext;
+  try {
+    context = createSecureContext({
+      cert: pemInput(options.cert),
+      key: pemInput(options.key),
+      minVersion: 'TLSv1.2',
+    });
+  } catch (e) {
+    return err('E_WEB_CERT', `the web certificate or key is unusable: ${describeError(e)}`);
+  }
+  return ok(new Web(options, anchor.value, context));
+}
+
+const pemInput = (input: string | Uint8Array): string | Buffer =>
+  typeof input === 'string' ? input : Buffer.from(input);
+
+/** Every response says: no scripts, no frames, no sniffing, no caching, no referrer. */
+const SECURITY_HEADERS = {
+  'content-security-policy': "default-src 'none'; frame-ancestors 'none'",
+  'x-frame-options': 'DENY',
+  'x-content-type-options': 'nosniff',
+  'cache-control': 'no-store',
+  'referrer-policy': 'no-referrer',
+} as const;
+
+/** `web.refused` lines a second at most. */
+const REFUSALS_LOGGED = 10;
+
+class Web implements WebServer {
+  readonly #options: WebServerOptions;
+  readonly #anchor: TrustAnchor;
+  readonly #context: SecureContext;
+  readonly #log: Logger;
+  readonly #gate: Gate;
+  readonly #tcp: Server;
+  readonly #http;
+  readonly #deny: DenyList;
+  readonly #streams = new Set<Duplex>();
+  /** The TCP socket under each TLS socket handed to node:http (admission reads it). */
+  readonly #tcpOf = new WeakMap<Socket, Socket>();
+  #sequence = 0n;
+  #refusedAt = 0;
+  #refusedInSecond = 0;
+
+  constructor(options: WebServerOptions, anchor: TrustAnchor, context: SecureContext) {
+    this.#options = options;
+    this.#anchor = anchor;
+    this.#context = context;
+    this.#log = options.logger ?? pino({ name: 'petrel-web' });
+    const settings: AdmissionSettings = { ...ADMISSION_DEFAULTS, ...options.admission };
+    this.#gate = new Gate('web', admissionLimits(settings, SMALL_HANDSHAKE), this.#log);
+    this.#deny = new DenyList(options.denyList, this.#log);
+    this.#http = createHttpServer(
+      { maxHeaderSize: 16 * 1024, headersTimeout: 10_000, requestTimeout: 0, keepAliveTimeout: 5_000 },
+      (request, response) => {
+        this.#request(request, response).catch((e: unknown) => {
+          this.#log.error({ event: 'web.internal', reason: describeError(e) }, 'internal error');
+          if (!response.headersSent)
+            this.#send(response, apiError(500, 'E_WEB_INTERNAL', 'internal error', EXIT.protocol));
+          else response.destroy();
+        });
+      },
+    );
+    admitHttp(this.#http, this.#gate, (socket) => this.#tcpOf.get(socket) ?? socket);
+    this.#tcp = createServer((raw) => this.#accept(raw));
+  }
+
+  listen(): Promise<AddressInfo> {
+    const host = this.#options.host ?? TLS_DEFAULTS.host;
+    return new Promise((resolve, reject) => {
+      this.#tcp.once('error', reject);
+      this.#tcp.listen({ host, port: this.#options.port, backlog: 511, ipv6Only: false }, () => {
+        this.#tcp.off('error', reject);
+        const address = this.#tcp.address() as AddressInfo;
+        this.#log.info(
+          { event: 'web.listening', address: address.address, port: address.port },
+          'web API listening',
+        );
+        resolve(address);
+      });
+    });
+  }
+
+  close(): Promise<void> {
+    this.#gate.close();
+    return new Promise((resolve) => {
+      this.#tcp.close(() => resolve());
+      this.#http.close();
+      for (const stream of this.#streams) stream.destroy();
+    });
+  }
+
+  counts(): GateCounts {
+    return this.#gate.counts();
+  }
+
+  #accept(raw: Socket): void {
+    const ticket = acceptTls(raw, this.#gate, {
+      ready: (stream, ticket) => this.#handshake(raw, stream, () => ticket.settle()),
+    });
+    if (ticket === null) return;
+    this.#streams.add(raw);
+    raw.on('error', (e: Error) => this.#log.debug({ event: 'web.socket-error', reason: e.message }));
+    raw.once('close', () => this.#streams.delete(raw));
+  }
+
+  #handshake(raw: Socket, stream: MeteredStream, settle: () => void): void {
+    const socket = new TLSSocket(stream, {
+      isServer: true,
+      secureContext: this.#context,
+      ALPNProtocols: ['http/1.1'],
+    });
+    this.#streams.add(socket);
+    let handshaking = true;
+    socket.once('secure', () => {
+      handshaking = false;
+      // Authenticated only by the request's token: node:http's admission (admitHttp) takes
+      // the connection over, pending again until the request head is in.
+      settle();
+      this.#tcpOf.set(socket, raw);
+      this.#http.emit('connection', socket);
+    });
+    socket.on('error', (e: Error) => {
+      if (handshaking) {
+        handshaking = false;
+        settle();
+        this.#gate.refused('handshake', raw.remoteAddress);
+        this.#refusal({ remote: raw.remoteAddress, code: 'E_WEB_HANDSHAKE', reason: e.message });
+        socket.destroy();
+      } else this.#log.debug({ event: 'web.socket-error', reason: e.message });
+    });
+    socket.once('close', () => {
+      settle();
+      this.#streams.delete(socket);
+      stream.destroy();
+    });
+  }
+
+  #refusal(fields: Record<string, unknown>): void {
+    const now = Date.now();
+    if (now - this.#refusedAt >= 1000) {
+      this.#refusedAt = now;
+      this.#refusedInSecond = 0;
+    }
+    if (this.#refusedInSecond++ < REFUSALS_LOGGED)
+      this.#log.warn({ event: 'web.refused', ...fields }, 'refused');
+  }
+
+  #send(response: ServerResponse, reply: ApiResponse, extra: Record<string, string> = {}): void {
+    const body = JSON.stringify(reply.body);
+    response.writeHead(reply.status, {
+      ...SECURITY_HEADERS,
+      'content-type': 'application/json; charset=utf-8',
+      'content-length': Buffer.byteLength(body),
+      ...extra,
+    });
+    response.end(body);
+  }
+
+  async #request(request: IncomingMessage, response: ServerResponse): Promise<void> {
+    const remote = this.#tcpOf.get(request.socket)?.remoteAddress ?? request.socket.remoteAddress;
+    const url = new URL(request.url ?? '/', 'https://petreld.invalid');
+    const route = matchRoute(request.method ?? 'GET', url.pathname);
+    if (route.kind === 'none') {
+      return this.#drain(request, response, apiError(route.status, route.code, route.message, EXIT.usage));
+    }
+    const token = await this.#authenticate(request);
+    if (!token.ok) {
+      this.#refusal({ remote, code: token.error.code, reason: token.error.message });
+      return this.#drain(request, response, apiError(401, token.error.code, token.error.message, EXIT.auth), {
+        'www-authenticate': 'Bearer realm="petreld", error="invalid_token"',
+      });
+    }
+    // No request of this API but create takes a body; one sent anyway is refused, unread.
+    if (hasBody(request)) {
+      const reply = apiError(
+        400,
+        'E_WEB_BODY',
+        `${request.method} ${url.pathname} takes no body`,
+        EXIT.usage,
+      );
+      if (CHANGES.has(route.action)) this.#audit(token.value, route.action, route.name, reply);
+      return this.#drain(request, response, reply);
+    }
+    const path = token.value.path;
+    const ask = (name: Name, command: Command) => this.#ask(token.value, name, command, remote ?? '');
+    const caller = {
+      tokenName: token.value.name,
+      tokenId: token.value.id,
+      expires: token.value.expires,
+      path,
+    };
+    let reply: ApiResponse;
+    switch (route.action) {
+      case 'node':
+        reply = await nodeInfo(caller, ask);
+        break;
+      case 'list':
+        reply = await listUnikernels(path, url.searchParams, ask);
+        break;
+      case 'get':
+        reply = await getUnikernel(path, route.name, ask);
+        break;
+      case 'destroy':
+        reply = await destroyUnikernel(path, route.name, ask);
+        break;
+      case 'restart':
+        reply = await restartUnikernel(path, route.name, ask);
+        break;
+    }
+    if (CHANGES.has(route.action)) this.#audit(token.value, route.action, route.name, reply);
+    this.#send(response, reply);
+  }
+
+  /** A refusal sent before the body was read: the connection closes after it (the body is unread). */
+  #drain(
+    request: IncomingMessage,
+    response: ServerResponse,
+    reply: ApiResponse,
+    extra: Record<string, string> = {},
+  ): void {
+    const closing = hasBody(request) ? { connection: 'close' } : {};
+    this.#send(response, reply, { ...extra, ...closing });
+  }
+
+  async #authenticate(request: IncomingMessage): Promise<Result<VerifiedToken, PetrelError>> {
+    const header = request.headers.authorization;
+    if (header === undefined) {
+      return err(
+        'E_TOKEN_MISSING',
+        'no token: send Authorization: Bearer <token> (petrel ca token makes one)',
+      );
+    }
+    const bearer = /^Bearer +(\S+) *$/i.exec(header);
+    if (bearer === null) return err('E_TOKEN_MALFORMED', 'the Authorization header is not "Bearer <token>"');
+    const denied = await this.#deny.current();
+    if (!denied.ok) return denied;
+    const clock = this.#options.clock ?? (() => new Date());
+    return verifyToken(bearer[1] as string, this.#anchor, clock(), (id) => denied.value.has(id));
+  }
+
+  /** One command to petreld under the token's delegation, by the TLS endpoint's proxy. */
+  async #ask(token: VerifiedToken, name: Name, command: Command, remote: string): Promise<Answer> {
+    const identity: Identity = { name, policies: token.policies, command };
+    const client = new RequestChannel(null, new Promise(() => {}));
+    const maxFrameBytes = this.#options.maxFrameBytes ?? TLS_DEFAULTS.maxFrameBytes;
+    const outcome = await proxy({
+      identity,
+      client,
+      connect: (service) =>
+        connectService(
+          {
+            sockets: this.#options.sockets,
+            openService: this.#options.openService,
+            maxFrameBytes,
+            log: this.#log,
+            listener: 'web',
+            streams: this.#streams,
+          },
+          service,
+          remote,
+        ),
+      sequence: () => this.#sequence++,
+      maxFrameBytes,
+    });
+    if (outcome.kind === 'refused') {
+      const status = outcome.error.code === 'E_TLS_FRAME_TOO_LARGE' ? 413 : 400;
+      return {
+        kind: 'error',
+        status,
+        code: outcome.error.code,
+        message: outcome.error.message,
+        exit: EXIT.usage,
+      };
+    }
+    const last = client.last;
+    const decoded = last === null ? null : decodeWire(last);
+    if (decoded === null || !decoded.ok) {
+      return {
+        kind: 'error',
+        status: 502,
+        code: 'E_CLIENT_PROTOCOL',
+        message: 'no reply from petreld',
+        exit: EXIT.protocol,
+      };
+    }
+    const payload = decoded.value.payload;
+    if (payload.kind === 'reply') return { kind: 'reply', reply: payload.reply };
+    if (payload.kind === 'failure') return { kind: 'failure', message: payload.message };
+    return {
+      kind: 'error',
+      status: 502,
+      code: 'E_CLIENT_PROTOCOL',
+      message: `petreld answered a ${payload.kind}`,
+      exit: EXIT.protocol,
+    };
+  }
+
+  #audit(token: VerifiedToken, action: Action, text: string | null, reply: ApiResponse): void {
+    const name = text === null ? null : nameUnder(token.path, text);
+    const error = (reply.body as { error?: { code?: string; message?: string } }).error;
+    this.#log.info(
+      {
+        event: 'web.audit',
+        token: token.name,
+        tokenId: token.id,
+        delegation: printPath(token.path),
+        action,
+        ...(name?.ok === true ? { unikernel: printName(name.value) } : {}),
+        status: reply.status,
+        ...(error === undefined
+          ? { reply: (reply.body as { reply?: Json }).reply ?? null }
+          : { code: error.code, reason: error.message }),
+      },
+      'web change',
+    );
+  }
+}
+
+type Action = 'node' | 'list' | 'get' | 'destroy' | 'restart';
+const CHANGES: ReadonlySet<Action> = new Set(['destroy', 'restart']);
+
+type Route =
+  | { readonly kind: 'route'; readonly action: Action; readonly name: string }
+  | { readonly kind: 'none'; readonly status: 404 | 405; readonly code: string; readonly message: string };
+
+const PREFIX = '/api/v1/';
+
+/** The route of a method and path: `/api/v1/node`, `/api/v1/unikernels[/{name}[/restart]]`. */
+export function matchRoute(method: string, pathname: string): Route {
+  const none = (status: 404 | 405, code: string, message: string): Route => ({
+    kind: 'none',
+    status,
+    code,
+    message,
+  });
+  if (!pathname.startsWith(PREFIX)) return none(404, 'E_WEB_NOT_FOUND', `no such resource ${pathname}`);
+  const parts = pathname.slice(PREFIX.length).split('/');
+  let name = '';
+  try {
+    name = parts[1] === undefined ? '' : decodeURIComponent(parts[1]);
+  } catch {
+    return none(404, 'E_WEB_NOT_FOUND', `no such resource ${pathname}`);
+  }
+  const allowed = (table: Partial<Record<string, Action>>): Route => {
+    const action = table[method];
+    if (action !== undefined) return { kind: 'route', action, name };
+    return none(
+      405,
+      'E_WEB_METHOD',
+      `${method} is not allowed on ${pathname} (allowed: ${Object.keys(table).join(', ')})`,
+    );
+  };
+  if (parts.length === 1 && parts[0] === 'node') return allowed({ GET: 'node' });
+  if (parts[0] !== 'unikernels') return none(404, 'E_WEB_NOT_FOUND', `no such resource ${pathname}`);
+  if (parts.length === 1) return allowed({ GET: 'list' });
+  if (parts.length === 2 && name !== '') return allowed({ GET: 'get', DELETE: 'destroy' });
+  if (parts.length === 3 && parts[2] === 'restart' && name !== '') return allowed({ POST: 'restart' });
+  return none(404, 'E_WEB_NOT_FOUND', `no such resource ${pathname}`);
+}
+
+function hasBody(request: IncomingMessage): boolean {
+  const length = request.headers['content-length'];
+  return (length !== undefined && length !== '0') || request.headers['transfer-encoding'] !== undefined;
+}

@@ -1,0 +1,309 @@
+// The web API over REAL HTTPS against a REAL petreld (test/tls/petreld.ts, `web: true`): its
+// certificate made by `petrel ca web-cert` and verified by the client for 127.0.0.1, tokens made
+// by `petrel ca token`, every response checked against docs/openapi.json. Unikernels are
+// created by mutual TLS (the canary; the fake-kvm TEST DOUBLE stands in for KVM where it is
+// missing). Token scope, expired, revoked, forged and malformed tokens, requests with bodies
+// they do not take: refused with their codes, nothing changed.
+
+import { createHash } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
+import { request } from 'node:https';
+import { connect } from 'node:net';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { caCommand } from '../../src/cli/commands/ca.js';
+import { decodeDer } from '../../src/tls/certs.js';
+import { importPrivateKey } from '../../src/tls/keys.js';
+import { issue } from '../../src/tls/pki.js';
+import { encodeToken, parseToken } from '../../src/tls/token.js';
+import { x509 } from '../../src/tls/x509.js';
+import type { Command } from '../../src/wire/types.js';
+import { canaryImage } from '../engine/guest.js';
+import { canaryConfig } from '../engine/harness.js';
+import { name as parseName } from '../tls/helpers.js';
+import { type Petreld, startPetreld } from '../tls/petreld.js';
+import { checkResponse } from './openapi.js';
+
+interface Reply {
+  readonly status: number;
+  readonly headers: Record<string, string | string[] | undefined>;
+  readonly json: unknown;
+}
+
+let petreld: Petreld;
+let cacert: Buffer;
+const tokens: Record<string, string> = {};
+
+/** `petrel ca ARGS...`, its standard output. */
+async function ca(...args: string[]): Promise<string> {
+  let out = '';
+  let errors = '';
+  const status = await caCommand.run(args, {
+    stdout: (t) => {
+      out += String(t);
+    },
+    stderr: (t) => {
+      errors += String(t);
+    },
+    readFile: async () => new Uint8Array(),
+    writeFile: async () => {},
+  });
+  if (status !== 0) throw new Error(errors);
+  return out.trim();
+}
+
+const mint = (label: string, name: string) =>
+  ca(
+    'token',
+    '--cert',
+    path.join(petreld.ca, `${label}.pem`),
+    '--key',
+    path.join(petreld.ca, `${label}.key`),
+    '--name',
+    name,
+  );
+
+/** One HTTPS request; the response checked against the document for `template`. */
+function call(
+  method: string,
+  url: string,
+  token: string | null,
+  template: string | null,
+  body?: string,
+): Promise<Reply> {
+  return new Promise((resolve, reject) => {
+    const headers: Record<string, string> = token === null ? {} : { authorization: `Bearer ${token}` };
+    if (body !== undefined) {
+      headers['content-type'] = 'application/json';
+      headers['content-length'] = String(Buffer.byteLength(body));
+    }
+    const req = request(
+      {
+        host: '127.0.0.1',
+        port: petreld.webPort as number,
+        method,
+        path: url,
+        headers,
+        ca: cacert,
+        agent: false,
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => {
+          try {
+            const json = JSON.parse(Buffer.concat(chunks).toString('utf8'));
+            checkResponse(method, template, res.statusCode as number, json);
+            resolve({ status: res.statusCode as number, headers: res.headers, json });
+          } catch (e) {
+            reject(e);
+          }
+        });
+      },
+    );
+    req.on('error', (e) => reject(new Error(`${method} ${url}: ${e.message}`)));
+    req.end(body);
+  });
+}
+
+const U = '/api/v1/unikernels';
+const ONE = '/api/v1/unikernels/{name}';
+const RESTART = '/api/v1/unikernels/{name}/restart';
+const NODE = '/api/v1/node';
+
+const create = async (vm: string): Promise<Command> => ({
+  type: 'unikernel-create',
+  force: false,
+  release: '2.7',
+  config: await canaryConfig(canaryImage, ['wait', vm], { memory: 16 }),
+});
+
+async function createByTls(label: string, vm: string): Promise<void> {
+  const answer = await petreld.remote(label).request(parseName(vm), await create(vm));
+  if (!answer.ok || answer.value.kind !== 'reply') throw new Error(`create ${vm}: ${JSON.stringify(answer)}`);
+}
+
+const running = () => [...petreld.daemon.engine.running].sort();
+const audits = () => petreld.logs.filter((l) => l.event === 'web.audit');
+const error = (reply: Reply) =>
+  (reply.json as { error: { code: string; message: string; exit: number } }).error;
+const items = (reply: Reply) => (reply.json as { items: { name: string }[] }).items.map((u) => u.name);
+
+beforeAll(async () => {
+  petreld = await startPetreld(
+    {
+      alice: ['--vms', '3', '--mem', '64'],
+      bob: ['--vms', '1', '--mem', '32'],
+      carol: ['--vms', '1', '--mem', '32', '--cpus', '0'],
+    },
+    {},
+    { web: true },
+  );
+  cacert = await readFile(path.join(petreld.ca, 'cacert.pem'));
+  for (const label of ['alice', 'bob', 'carol']) tokens[label] = await mint(label, 'ci');
+  for (const vm of ['vm3', 'vm1', 'vm2']) await createByTls('alice', vm);
+  await createByTls('bob', 'b1');
+});
+afterAll(async () => {
+  await petreld?.stop();
+});
+
+describe('the web API over HTTPS', () => {
+  it('lists the caller’s unikernels with their configuration, a page at a time', async () => {
+    const all = await call('GET', U, tokens.alice as string, U);
+    expect(all.status).toBe(200);
+    expect(items(all)).toEqual(['vm1', 'vm2', 'vm3']);
+    const digest = createHash('sha256')
+      .update(await readFile(canaryImage))
+      .digest('hex');
+    const [first] = (all.json as { items: Record<string, unknown>[] }).items;
+    expect(first).toMatchObject({ fullName: 'alice:vm1', state: 'running', memory: 16, cpus: 1, digest });
+    expect(first?.arguments).toEqual(['wait', 'vm1']);
+    expect(Math.abs(Date.parse(String(first?.started)) - Date.now())).toBeLessThan(120_000);
+    expect(all.headers['content-security-policy']).toContain("frame-ancestors 'none'");
+
+    const page = await call('GET', `${U}?limit=2`, tokens.alice as string, U);
+    expect(items(page)).toEqual(['vm1', 'vm2']);
+    expect(page.json).toMatchObject({ next: 'vm2', total: 3 });
+    const rest = await call('GET', `${U}?limit=2&after=vm2`, tokens.alice as string, U);
+    expect(items(rest)).toEqual(['vm3']);
+    expect(rest.json).toMatchObject({ next: null });
+    const bad = await call('GET', `${U}?limit=0`, tokens.alice as string, U);
+    expect(bad.status).toBe(400);
+    expect(error(bad)).toMatchObject({ code: 'E_WEB_QUERY', exit: 124 });
+
+    const one = await call('GET', `${U}/vm2`, tokens.alice as string, ONE);
+    expect(one.json).toMatchObject({ name: 'vm2', fullName: 'alice:vm2' });
+  });
+
+  it('node info: the delegation, its policy installed by the request itself, and its usage', async () => {
+    const alice = await call('GET', NODE, tokens.alice as string, NODE);
+    expect(alice.json).toMatchObject({
+      delegation: 'alice',
+      token: { name: 'ci' },
+      usage: { unikernels: 3, memory: 48 },
+    });
+    // carol never spoke TLS: her policy is there because her token's request installed it first.
+    const carol = await call('GET', NODE, tokens.carol as string, NODE);
+    expect((carol.json as { policies: unknown[] }).policies).toEqual([
+      { path: 'carol', relative: '', unikernels: 1, memory: 32, cpuids: [0], block: null, bridges: [] },
+    ]);
+    expect(carol.json).toMatchObject({ usage: { unikernels: 0, memory: 0 } });
+  });
+
+  it("alice's token neither sees nor touches bob's unikernels, nor bob's hers", async () => {
+    const bob = tokens.bob as string;
+    expect(items(await call('GET', U, bob, U))).toEqual(['b1']);
+    expect((await call('GET', `${U}/vm1`, bob, ONE)).status).toBe(404);
+    const before = audits().length;
+    const destroy = await call('DELETE', `${U}/vm1`, bob, ONE);
+    expect(destroy.status).toBe(404);
+    expect(error(destroy)).toMatchObject({ code: 'E_REFUSED', exit: 117 });
+    // A path in the URL stays below the token's own: bob's alice:vm1 is bob:alice:vm1.
+    expect((await call('DELETE', `${U}/${encodeURIComponent('alice:vm1')}`, bob, ONE)).status).toBe(404);
+    const rooted = await call('DELETE', `${U}/${encodeURIComponent(':vm1')}`, bob, ONE);
+    expect(rooted.status).toBe(400);
+    expect(error(rooted)).toMatchObject({ code: 'E_NAME_INVALID', exit: 124 });
+    expect((await call('POST', `${U}/vm1/restart`, bob, RESTART)).status).toBe(404);
+    expect(running()).toEqual(['alice:vm1', 'alice:vm2', 'alice:vm3', 'bob:b1']);
+    expect(items(await call('GET', U, tokens.alice as string, U))).not.toContain('b1');
+    // Refused changes are changes asked for: each has its audit line.
+    expect(audits().length - before).toBe(4);
+  });
+
+  it('restart and destroy change petreld, each with one audit line naming token, delegation and action', async () => {
+    const alice = tokens.alice as string;
+    const before = audits().length;
+    const startedBefore = ((await call('GET', `${U}/vm1`, alice, ONE)).json as { started: string }).started;
+    const restart = await call('POST', `${U}/vm1/restart`, alice, RESTART);
+    expect(restart.status).toBe(200);
+    expect(restart.json).toMatchObject({ name: 'vm1' });
+    const after = ((await call('GET', `${U}/vm1`, alice, ONE)).json as { started: string }).started;
+    expect(Date.parse(after)).toBeGreaterThanOrEqual(Date.parse(startedBefore));
+    const destroy = await call('DELETE', `${U}/vm3`, alice, ONE);
+    expect(destroy.json).toEqual({ name: 'vm3', reply: 'destroyed unikernel' });
+    expect(running()).toEqual(['alice:vm1', 'alice:vm2', 'bob:b1']);
+    const lines = audits().slice(before);
+    expect(lines.map((l) => [l.token, l.delegation, l.action, l.unikernel, l.status])).toEqual([
+      ['ci', 'alice', 'restart', 'alice:vm1', 200],
+      ['ci', 'alice', 'destroy', 'alice:vm3', 200],
+    ]);
+    expect(JSON.stringify(lines)).not.toContain(alice.slice(5, 40));
+  });
+
+  it('refuses missing, malformed, forged, expired and revoked tokens with their codes, changing nothing', async () => {
+    const expectRefused = async (token: string | null, code: string) => {
+      const reply = await call('DELETE', `${U}/vm2`, token, ONE);
+      expect(reply.status, code).toBe(401);
+      expect(error(reply)).toMatchObject({ code, exit: 119 });
+      expect(reply.headers['www-authenticate']).toContain('invalid_token');
+    };
+    await expectRefused(null, 'E_TOKEN_MISSING');
+    await expectRefused('garbage', 'E_TOKEN_MALFORMED');
+    await expectRefused('ptk1.!!!', 'E_TOKEN_MALFORMED');
+    const ders = (parseToken(tokens.alice as string) as { value: Uint8Array[] }).value.map(
+      (d) => new Uint8Array(d),
+    );
+    const forged = new Uint8Array(ders[0] as Uint8Array);
+    forged[forged.length - 3] = ((forged[forged.length - 3] as number) ^ 0x40) & 0xff;
+    await expectRefused(encodeToken([forged, ...ders.slice(1)]), 'E_TLS_SIGNATURE');
+
+    // A token whose expiry has passed, signed by alice's key as `petrel ca token` would.
+    const key = await importPrivateKey(await readFile(path.join(petreld.ca, 'alice.key')));
+    if (!key.ok) throw new Error(key.error.message);
+    const chain = decodeDer(await readFile(path.join(petreld.ca, 'alice.pem'))).map(
+      (d) => new x509.X509Certificate(d),
+    );
+    const throwaway = (await import('../../src/tls/keys.js')).generateKey;
+    const old = await issue({
+      profile: 'token',
+      commonName: 'old',
+      publicKey: (await throwaway('ed25519')).publicKey,
+      validity: { notBefore: new Date(Date.now() - 7_200_000), notAfter: new Date(Date.now() - 3_600_000) },
+      issuer: { chain, key: key.value },
+    });
+    await expectRefused(encodeToken([old.der, ...ders.slice(1)]), 'E_TOKEN_EXPIRED');
+
+    const doomed = await mint('alice', 'doomed');
+    expect((await call('GET', `${U}/vm2`, doomed, ONE)).status).toBe(200);
+    await ca('revoke', doomed, '--state-dir', petreld.stateDir);
+    await expectRefused(doomed, 'E_TOKEN_REVOKED');
+    expect(running()).toContain('alice:vm2');
+    expect(petreld.logs.filter((l) => l.event === 'web.refused').map((l) => l.code)).toContain(
+      'E_TOKEN_REVOKED',
+    );
+  });
+
+  it('refuses a body where none is taken, unknown resources and methods, with nothing changed', async () => {
+    const alice = tokens.alice as string;
+    const started = ((await call('GET', `${U}/vm2`, alice, ONE)).json as { started: string }).started;
+    const restart = await call('POST', `${U}/vm2/restart`, alice, RESTART, '{"memory": 1000000}');
+    expect(restart.status).toBe(400);
+    expect(error(restart)).toMatchObject({ code: 'E_WEB_BODY', exit: 124 });
+    const destroy = await call('DELETE', `${U}/vm2`, alice, ONE, '{}');
+    expect(error(destroy).code).toBe('E_WEB_BODY');
+    expect(((await call('GET', `${U}/vm2`, alice, ONE)).json as { started: string }).started).toBe(started);
+    expect(running()).toContain('alice:vm2');
+    const unknown = await call('GET', '/api/v1/nothing', alice, null);
+    expect(unknown.status).toBe(404);
+    expect(error(unknown).code).toBe('E_WEB_NOT_FOUND');
+    const method = await call('PATCH', `${U}/vm2`, alice, null);
+    expect(method.status).toBe(405);
+    expect(error(method).code).toBe('E_WEB_METHOD');
+  });
+
+  it('admits like the TLS endpoint: a peer that does not speak TLS is closed without a byte', async () => {
+    const received = await new Promise<number>((resolve, reject) => {
+      const socket = connect(petreld.webPort as number, '127.0.0.1', () => {
+        socket.write('GET /api/v1/node HTTP/1.1\r\nHost: x\r\n\r\n');
+      });
+      let bytes = 0;
+      socket.on('data', (c: Buffer) => {
+        bytes += c.length;
+      });
+      socket.on('close', () => resolve(bytes));
+      socket.on('error', reject);
+    });
+    expect(received).toBe(0);
+  });
+});
