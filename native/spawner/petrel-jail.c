@@ -36,6 +36,7 @@
 #include <linux/audit.h>
 #include <linux/capability.h>
 #include <linux/filter.h>
+#include <linux/netlink.h>
 #include <linux/seccomp.h>
 #include <sched.h>
 #include <signal.h>
@@ -324,7 +325,10 @@ static void drop_privileges(uid_t id)
 /* Refused with EPERM: every way to a socket but AF_INET datagrams (which can neither connect nor
  * send: the tenders' interface ioctls need one), the calls that would make a
  * new namespace (a user namespace needs no privilege), or reach kernel interfaces a tender never
- * uses. The tender's own filter (petrel-spt, solo5-hvt) is an allow-list installed after this. */
+ * uses. The tender's own filter (petrel-spt, solo5-hvt) is an allow-list installed after this.
+ * A jail with networks (/dev/net/tun) also lets the tender ask the kernel for the host's
+ * interfaces, as solo5's tenders do (getifaddrs: a NETLINK_ROUTE socket, bind and sendto with a
+ * netlink address); see filter(). */
 static const unsigned denied[] = {
     __NR_socketpair, __NR_connect, __NR_bind, __NR_listen, __NR_sendto, __NR_sendmsg, __NR_sendmmsg,
     __NR_io_uring_setup, __NR_unshare, __NR_setns, __NR_bpf, __NR_perf_event_open, __NR_keyctl,
@@ -336,42 +340,105 @@ static const unsigned denied[] = {
 };
 #define N_DENIED (sizeof denied / sizeof denied[0])
 
-static void filter(void)
+/* A tiny assembler: jumps name a label, resolved once every instruction is placed (BPF jumps go
+ * forward only, at most 255 instructions). */
+enum label { L_NONE, L_KILL, L_NR, L_DENY, L_ALLOW, L_SOCKET, L_INET, L_NETLINK, L_BIND, L_SENDTO, L_COUNT };
+#define MAX_INSNS 96
+struct program {
+    struct sock_filter insn[MAX_INSNS];
+    unsigned char jt[MAX_INSNS], jf[MAX_INSNS]; /* label of each branch, L_NONE: the next one */
+    size_t at[L_COUNT], n;
+};
+
+static void emit(struct program *p, struct sock_filter f, enum label jt, enum label jf)
 {
-    /* Layout: arch check (3), load nr, x32 check, socket → SOCKET, each denied → DENY, ALLOW,
-     * SOCKET: AF_INET and SOCK_DGRAM (any flags) → ALLOW2, else DENY; DENY; ALLOW2. */
-    struct sock_filter p[3 + 1 + 1 + 1 + N_DENIED + 1 + 5 + 1 + 1];
-    size_t n = 0;
-    const size_t socket_at = 6 + N_DENIED + 1, deny_at = socket_at + 5, allow2_at = deny_at + 1;
-#define JUMP_TO(at, value, target)                                                                     \
-    (struct sock_filter) BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (value), (unsigned char)((target) - (at)-1), 0)
-    p[n++] = (struct sock_filter)LOAD(arch);
-    p[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, JAIL_ARCH, 1, 0);
-    p[n++] = (struct sock_filter)RETURN(SECCOMP_RET_KILL_PROCESS);
-    p[n++] = (struct sock_filter)LOAD(nr);
-    p[n] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, X32_BIT, (unsigned char)(deny_at - n - 1), 0);
-    n++;
-    p[n] = JUMP_TO(n, __NR_socket, socket_at);
-    n++;
-    for (size_t k = 0; k < N_DENIED; k++, n++)
-        p[n] = JUMP_TO(n, denied[k], deny_at);
-    p[n++] = (struct sock_filter)RETURN(SECCOMP_RET_ALLOW);
-    p[n++] = (struct sock_filter)LOAD(args[0]); /* the low 32 bits: little-endian */
-    p[n] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AF_INET, 0, (unsigned char)(deny_at - n - 1));
-    n++;
-    p[n++] = (struct sock_filter)LOAD(args[1]);
-    p[n++] = (struct sock_filter)BPF_STMT(BPF_ALU | BPF_AND | BPF_K, 0xf); /* the type without flags */
-    p[n] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SOCK_DGRAM, (unsigned char)(allow2_at - n - 1), 0);
-    n++;
-    p[n++] = (struct sock_filter)RETURN(SECCOMP_RET_ERRNO | (EPERM & SECCOMP_RET_DATA));
-    p[n++] = (struct sock_filter)RETURN(SECCOMP_RET_ALLOW);
-#undef JUMP_TO
-    if (n != sizeof p / sizeof p[0]) {
-        errno = EINVAL;
-        fail("system-call filter layout", NULL);
+    if (p->n >= MAX_INSNS) {
+        errno = E2BIG;
+        fail("system-call filter", NULL);
     }
-    struct sock_fprog prog = { (unsigned short)n, p };
-    if (prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) != 0)
+    p->jt[p->n] = (unsigned char)jt;
+    p->jf[p->n] = (unsigned char)jf;
+    p->insn[p->n++] = f;
+}
+#define STMT(code, k) emit(p, (struct sock_filter)BPF_STMT((code), (k)), L_NONE, L_NONE)
+#define LOAD_AT(off) STMT(BPF_LD | BPF_W | BPF_ABS, (off))
+#define ARG_LOW(i) LOAD_AT(offsetof(struct seccomp_data, args[i])) /* little-endian: the low 32 bits */
+#define IF_EQ(k, yes, no) emit(p, (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (k), 0, 0), (yes), (no))
+#define PLACE(label) (p->at[(label)] = p->n)
+
+static void resolve(struct program *p)
+{
+    for (size_t i = 0; i < p->n; i++) {
+        if (BPF_CLASS(p->insn[i].code) != BPF_JMP)
+            continue;
+        for (int branch = 0; branch < 2; branch++) {
+            enum label l = branch ? p->jf[i] : p->jt[i];
+            size_t target = l == L_NONE ? i + 1 : p->at[l];
+            if (target <= i || target - i - 1 > 255) {
+                errno = EINVAL;
+                fail("system-call filter layout", NULL);
+            }
+            if (branch)
+                p->insn[i].jf = (unsigned char)(target - i - 1);
+            else
+                p->insn[i].jt = (unsigned char)(target - i - 1);
+        }
+    }
+}
+
+static void filter(int networks)
+{
+    static struct program prog;
+    struct program *p = &prog;
+    LOAD_AT(offsetof(struct seccomp_data, arch));
+    IF_EQ(JAIL_ARCH, L_NR, L_KILL);
+    PLACE(L_KILL);
+    STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS);
+    PLACE(L_NR);
+    LOAD_AT(offsetof(struct seccomp_data, nr));
+    emit(p, (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, X32_BIT, 0, 0), L_DENY, L_NONE);
+    IF_EQ(__NR_socket, L_SOCKET, L_NONE);
+    if (networks) {
+        IF_EQ(__NR_bind, L_BIND, L_NONE);
+        IF_EQ(__NR_sendto, L_SENDTO, L_NONE);
+    }
+    for (size_t k = 0; k < N_DENIED; k++)
+        IF_EQ(denied[k], L_DENY, L_NONE);
+    STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
+
+    PLACE(L_SOCKET);
+    ARG_LOW(0);
+    IF_EQ(AF_INET, L_INET, networks ? L_NONE : L_DENY);
+    if (networks)
+        IF_EQ(AF_NETLINK, L_NETLINK, L_DENY);
+    PLACE(L_INET);
+    ARG_LOW(1);
+    STMT(BPF_ALU | BPF_AND | BPF_K, 0xf); /* the type without its flags */
+    IF_EQ(SOCK_DGRAM, L_ALLOW, L_DENY);
+    if (networks) {
+        /* Only the routing family, which a process without CAP_NET_ADMIN can read, not change. */
+        PLACE(L_NETLINK);
+        ARG_LOW(1);
+        STMT(BPF_ALU | BPF_AND | BPF_K, 0xf);
+        IF_EQ(SOCK_RAW, L_NONE, L_DENY);
+        ARG_LOW(2);
+        IF_EQ(NETLINK_ROUTE, L_ALLOW, L_DENY);
+        /* An address of a netlink socket's length only: an AF_INET socket refuses one that short
+         * (EINVAL), so neither binds a port nor sends a datagram anywhere. */
+        PLACE(L_BIND);
+        ARG_LOW(2);
+        IF_EQ(sizeof(struct sockaddr_nl), L_ALLOW, L_DENY);
+        PLACE(L_SENDTO);
+        ARG_LOW(5);
+        IF_EQ(sizeof(struct sockaddr_nl), L_ALLOW, L_DENY);
+    }
+    PLACE(L_DENY);
+    STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (EPERM & SECCOMP_RET_DATA));
+    PLACE(L_ALLOW);
+    STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
+    resolve(p);
+    struct sock_fprog fprog = { (unsigned short)p->n, p->insn };
+    if (prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &fprog) != 0)
         fail("seccomp", NULL);
 }
 
@@ -384,7 +451,7 @@ int main(int argc, char **argv)
     }
     long id = -1;
     const char *cpus = NULL, *base = "/tmp", *netns = NULL;
-    int i = 1;
+    int i = 1, networks = 0;
     for (; i < argc && strcmp(argv[i], "--") != 0; i += 2) {
         const char *opt = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
         if (!val)
@@ -419,6 +486,7 @@ int main(int argc, char **argv)
             add_item('w', val);
         } else if (strcmp(opt, "--dev") == 0) {
             add_item('d', val);
+            networks |= strcmp(val, "tun") == 0;
         } else {
             usage(opt);
         }
@@ -477,7 +545,7 @@ int main(int argc, char **argv)
         errno = errno ? errno : ESRCH;
         fail("parent-death signal", NULL);
     }
-    filter();
+    filter(networks);
     char *empty[] = { NULL };
     execve(tender[0], tender, empty);
     fail("exec", tender[0]);

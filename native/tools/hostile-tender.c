@@ -37,6 +37,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include <arpa/inet.h>
+#include <linux/netlink.h>
+#include <linux/rtnetlink.h>
 
 static int escaped;
 
@@ -166,10 +168,52 @@ static void attack(int argc, char **argv)
         report("create-interface-tun", r == 0, "TUNSETIFF hostile0: %s", r == 0 ? "created" : strerror(errno));
         close(tun);
     }
-    s = socket(AF_NETLINK, SOCK_RAW, 0);
-    report("create-interface-netlink", s >= 0, "socket(AF_NETLINK): %s", s >= 0 ? "opened" : strerror(errno));
-    if (s >= 0)
+    /* A jail with networks may read the routing tables (solo5's tenders list the interfaces):
+     * the way out is making an interface, which the kernel must refuse without CAP_NET_ADMIN. */
+    s = socket(AF_NETLINK, SOCK_RAW, NETLINK_ROUTE);
+    if (s < 0) {
+        report("create-interface-netlink", 0, "socket(AF_NETLINK): %s", strerror(errno));
+    } else {
+        struct sockaddr_nl kernel = { .nl_family = AF_NETLINK };
+        struct {
+            struct nlmsghdr h;
+            struct ifinfomsg i;
+            char attrs[64];
+        } req;
+        memset(&req, 0, sizeof req);
+        req.h.nlmsg_type = RTM_NEWLINK;
+        req.h.nlmsg_flags = NLM_F_REQUEST | NLM_F_ACK | NLM_F_CREATE | NLM_F_EXCL;
+        req.i.ifi_family = AF_UNSPEC;
+        size_t len = NLMSG_LENGTH(sizeof req.i);
+        struct rtattr *name = (struct rtattr *)((char *)&req + NLMSG_ALIGN(len));
+        name->rta_type = IFLA_IFNAME;
+        name->rta_len = RTA_LENGTH(sizeof "hostile1");
+        memcpy(RTA_DATA(name), "hostile1", sizeof "hostile1");
+        len = NLMSG_ALIGN(len) + RTA_ALIGN(name->rta_len);
+        struct rtattr *info = (struct rtattr *)((char *)&req + len);
+        info->rta_type = IFLA_LINKINFO;
+        struct rtattr *kind = (struct rtattr *)RTA_DATA(info);
+        kind->rta_type = IFLA_INFO_KIND;
+        kind->rta_len = RTA_LENGTH(sizeof "dummy");
+        memcpy(RTA_DATA(kind), "dummy", sizeof "dummy");
+        info->rta_len = (unsigned short)RTA_LENGTH(RTA_ALIGN(kind->rta_len));
+        len += RTA_ALIGN(info->rta_len);
+        req.h.nlmsg_len = (unsigned)len;
+        int b = bind(s, (struct sockaddr *)&kernel, sizeof kernel);
+        ssize_t sent = sendto(s, &req, len, 0, (struct sockaddr *)&kernel, sizeof kernel);
+        int answer = -1;
+        char reply[512];
+        if (sent >= 0) {
+            ssize_t got = recv(s, reply, sizeof reply, 0);
+            struct nlmsghdr *h = (struct nlmsghdr *)reply;
+            if (got >= (ssize_t)NLMSG_LENGTH(sizeof(struct nlmsgerr)) && h->nlmsg_type == NLMSG_ERROR)
+                answer = -((struct nlmsgerr *)NLMSG_DATA(h))->error;
+        }
+        report("create-interface-netlink", answer == 0, "RTM_NEWLINK dummy hostile1: bind %s, send %s, %s",
+               b == 0 ? "ok" : strerror(errno), sent >= 0 ? "ok" : strerror(errno),
+               answer == 0 ? "created" : answer > 0 ? strerror(answer) : "no answer");
         close(s);
+    }
 
     /* Opening it is the way out (an spt guest has no business with KVM). */
     int kvm = open("/dev/kvm", O_RDWR);
@@ -255,6 +299,19 @@ static void attack(int argc, char **argv)
         int c = connect(s, (struct sockaddr *)&lo, sizeof lo);
         report("loopback-udp", n >= 0 || c == 0, "sendto 127.0.0.1:%d: %s, connect: %s", port,
                n >= 0 ? "sent" : strerror(errno), c == 0 ? "connected" : strerror(errno));
+        close(s);
+    }
+    /* The jail's filter lets bind and sendto through with a netlink address's length (12 bytes)
+     * when the jail has networks: an AF_INET socket must refuse an address that short. */
+    s = socket(AF_INET, SOCK_DGRAM, 0);
+    if (s < 0) {
+        report("udp-netlink-length", 0, "socket(AF_INET, SOCK_DGRAM): %s", strerror(errno));
+    } else {
+        ssize_t n = sendto(s, "hostile", 7, 0, (struct sockaddr *)&lo, sizeof(struct sockaddr_nl));
+        int sent_errno = errno;
+        int b = bind(s, (struct sockaddr *)&lo, sizeof(struct sockaddr_nl));
+        report("udp-netlink-length", n >= 0 || b == 0, "sendto 127.0.0.1:%d with 12 bytes: %s, bind: %s", port,
+               n >= 0 ? "sent" : strerror(sent_errno), b == 0 ? "bound" : strerror(errno));
         close(s);
     }
     int us = unshare(CLONE_NEWUSER);

@@ -14,7 +14,15 @@ import { checkPidRecord, readPidRecords } from '../../src/host/pidrecord.js';
 import { unwrap } from '../../src/resources/errors.js';
 import { DEFAULT_ID_RANGE, TENDER_OVERHEAD_MIB } from '../../src/resources/jail.js';
 import { makePolicy } from '../../src/resources/policy.js';
-import { sptCanaryBlk as blkImage, build, canaryImage, kvmUsable, sptCanary } from '../engine/guest.js';
+import {
+  sptCanaryBlk as blkImage,
+  build,
+  canaryImage,
+  canaryNetImage,
+  kvmUsable,
+  sptCanary,
+  sptCanaryNet,
+} from '../engine/guest.js';
 import { canaryConfig } from '../engine/harness.js';
 import { type Petreld, startPetreld } from '../tls/petreld.js';
 import { commandFrame, type Exchange, open, request, said } from './client.js';
@@ -39,6 +47,7 @@ const ATTEMPTS = [
   'abstract-socket',
   'create-interface-tun',
   'create-interface-netlink',
+  'udp-netlink-length',
   'kvm',
   'fork-600',
   'touch-1GiB',
@@ -109,7 +118,12 @@ async function listeners(): Promise<{ port: number; abstract: string; reached: (
   return { port, abstract, reached: () => reached };
 }
 
-async function attack(kind: 'spt' | 'hvt'): Promise<void> {
+/**
+ * Mallory's tender tries every way out while a victim's unikernel runs. `networked`: mallory's
+ * unikernel has an interface on a bridge, so its jail holds /dev/net/tun and lets it read the
+ * routing tables (as solo5's tenders need): no more may come of either.
+ */
+async function attack(kind: 'spt' | 'hvt', networked = false): Promise<void> {
   const tender = kind === 'spt' ? hostile : path.join(path.dirname(hostile), 'hostile-hvt');
   if (kind === 'hvt' && !existsSync(tender)) await symlink(hostile, tender).catch(() => undefined);
   const image = kind === 'spt' ? sptCanary : canaryImage;
@@ -122,24 +136,30 @@ async function attack(kind: 'spt' | 'hvt'): Promise<void> {
       [kind === 'spt' ? 'tenderSpt' : 'tenderHvt']: tender,
       jail: 'true',
       jailAllow: real,
+      ...(networked ? { bridges: 'br0' } : {}),
     },
   );
   const p = petreld;
   const vmmd = path.join(p.runDir, 'util', 'vmmd.sock');
   for (const tenant of ['victim:', 'mallory:']) {
-    const policy = unwrap(makePolicy({ vms: 1, memory: 64, cpuids: [0], block: null, bridges: [] }));
+    const bridges = networked && tenant === 'mallory:' ? ['br0'] : [];
+    const policy = unwrap(makePolicy({ vms: 1, memory: 64, cpuids: [0], block: null, bridges }));
     // A policy add keeps its connection open for a next command.
     const session = open(vmmd, commandFrame(tenant, { type: 'policy-add', policy }));
     expect((await session.waitFor(1)).map(said)).toEqual(['added policy']);
     session.close();
   }
-  const create = async (name: string, args: string[]) =>
+  const netImage = kind === 'spt' ? sptCanaryNet : canaryNetImage;
+  const create = async (name: string, args: string[], withNet = false) =>
     (
       await request(vmmd, name, {
         type: 'unikernel-create',
         force: false,
         release: '2.7',
-        config: await canaryConfig(image, args, { memory: 32 }),
+        config: await canaryConfig(withNet ? netImage : image, args, {
+          memory: 32,
+          ...(withNet ? { bridges: [{ netif: 'service', bridge: 'br0', mac: null }] } : {}),
+        }),
       })
     ).map(said);
   expect(await create('victim:vm', ['sleep', '60'])).toEqual(['created unikernel']);
@@ -164,7 +184,7 @@ async function attack(kind: 'spt' | 'hvt'): Promise<void> {
     'wait',
     'mallory-ran',
   ];
-  expect(await create('mallory:vm', args)).toEqual(['created unikernel']);
+  expect(await create('mallory:vm', args, networked)).toEqual(['created unikernel']);
   const mallory = consoleOf(p, 'mallory:vm');
   await until(() => mallory.lines().includes('petrel-canary mallory-ran'), "mallory's guest to run");
   const reports = mallory.lines().filter((l) => /^hostile: [\w-]+: /u.test(l));
@@ -181,8 +201,9 @@ async function attack(kind: 'spt' | 'hvt'): Promise<void> {
   // Its limits, soft = hard, as the jail set them for a 32 MiB guest.
   const as = (32 + TENDER_OVERHEAD_MIB) * 1024 * 1024;
   const nproc = kind === 'hvt' ? 4 : 2;
+  const nofile = 64 + (networked ? 1 : 0);
   expect(mallory.lines()).toContain(
-    `hostile: limits as=${as}/${as} nproc=${nproc}/${nproc} nofile=64/64 fsize=1048576/1048576 core=0/0`,
+    `hostile: limits as=${as}/${as} nproc=${nproc}/${nproc} nofile=${nofile}/${nofile} fsize=1048576/1048576 core=0/0`,
   );
 
   // Nothing reached: the host, the other tenant, the services.
@@ -271,8 +292,14 @@ describe('a guest beyond a limit of its jail', () => {
 });
 
 describe('a hostile tender, jailed', () => {
-  it('spt: gets out no way of 28, and the other tenant runs on', { timeout: 120_000 }, async () => {
+  it('spt: gets out no way of 29, and the other tenant runs on', { timeout: 120_000 }, async () => {
     await attack('spt');
+  });
+
+  it('spt with a network: gets out no way of 29 either, though its jail may read the routing tables', {
+    timeout: 120_000,
+  }, async () => {
+    await attack('spt', true);
   });
 
   it.runIf(kvmUsable)(
