@@ -21,6 +21,8 @@ try {
 }
 
 const root = fileURLToPath(new URL('..', import.meta.url));
+// Where tsc wrote its output: dist/ of the tree, or PETREL_DIST (scripts/package.sh builds apart).
+const dist = path.resolve(root, process.env.PETREL_DIST ?? 'dist');
 const commands = readdirSync(path.join(root, 'src/cli/commands')).filter((f) => f.endsWith('.ts'));
 
 const cli = (file) => path.join(root, 'src/cli', file);
@@ -60,7 +62,7 @@ const result = await build({
     ...commands.map((file) => ({ in: `src/cli/commands/${file}`, out: `commands/${file.slice(0, -3)}` })),
     { in: 'src/tls/client.ts', out: 'remote' },
   ],
-  outdir: 'dist/src/cli',
+  outdir: path.join(dist, 'src/cli'),
   outExtension: { '.js': '.cjs' },
   bundle: true,
   format: 'cjs',
@@ -77,7 +79,7 @@ const result = await build({
 
 // `node dist/src/cli/petrel.js` (the README's way) still works, through the bundle.
 writeFileSync(
-  path.join(root, 'dist/src/cli/petrel.js'),
+  path.join(dist, 'src/cli/petrel.js'),
   `#!/usr/bin/env node
 // Written by scripts/build-client.mjs over tsc's module: the client is the bundle petrel.cjs.
 import { createRequire } from 'node:module';

@@ -2,7 +2,9 @@
 # Installs what Petrel needs from Debian's packages on a fresh machine (as root), only what is
 # missing: a C and C++ toolchain (g++ for native/sslctx, built on node's C++ headers) and Linux
 # headers for native/, iproute2 and taskset for the host side, binutils (the canary build checks
-# it has no SSE), openssl (TLS preflight tests), time (boot benchmark). PostgreSQL, for the fleet tests only, is installed by .ci/run.
+# it has no SSE), openssl (TLS preflight tests), time (boot benchmark), systemd for
+# systemd-analyze (the package test verifies the units; systemd need not run, and dpkg-deb,
+# strip and objcopy are already here). PostgreSQL, for the fleet tests only, is installed by .ci/run.
 set -euo pipefail
 need=()
 command -v gcc >/dev/null || need+=(gcc)
@@ -15,6 +17,8 @@ command -v taskset >/dev/null || need+=(util-linux)
 command -v objdump >/dev/null || need+=(binutils)
 command -v openssl >/dev/null || need+=(openssl)
 [ -x /usr/bin/time ] || need+=(time)
+# The package test (test/package): systemd-analyze verifies the units (systemd need not run).
+command -v systemd-analyze >/dev/null || need+=(systemd)
 if [ "${#need[@]}" -gt 0 ]; then
   if [ "$(id -u)" -ne 0 ]; then
     echo "install as root: apt-get install ${need[*]}" >&2
