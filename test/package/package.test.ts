@@ -128,15 +128,22 @@ describe.skipIf(!enabled)('the Debian package', () => {
       expect(must('dpkg-deb', ['-I', deb1, 'conffiles']).trim()).toBe('/etc/petrel/petreld.toml');
 
       // --- install: our configuration kept, petreld started, its canary booted -----------------
+      // First with a configuration whose preflight fails: the installation still succeeds, and
+      // says what is missing.
       mkdirSync('/etc/petrel');
-      writeFileSync(
-        '/etc/petrel/petreld.toml',
-        `stateDir = "${dir}/state"\nrunDir = "${runDir}"\nruntimes = ["spt"]\nlogLevel = "info"\n`,
-      );
+      const config = `stateDir = "${dir}/state"\nrunDir = "${runDir}"\nlogLevel = "info"\n`;
+      writeFileSync('/etc/petrel/petreld.toml', `${config}runtimes = ["hvt"]\nkvmDevice = "${dir}/no-kvm"\n`);
       const installing = Date.now();
-      must('dpkg', ['-i', '--force-confold', deb1], env);
+      const first = run('dpkg', ['-i', '--force-confold', deb1], env);
       const installMs = Date.now() - installing;
+      expect(first.status, first.out).toBe(0);
       expect(calls()).toContain('deb-systemd-invoke start petreld.service');
+      expect(first.out).toContain('petrel: petreld did not start; its preflight');
+      expect(first.out).toMatch(new RegExp(`kvm +FAIL +yes +.*${dir}/no-kvm`, 'u'));
+      expect(existsSync(`${standin}/petreld.service.pid`)).toBe(false);
+      // Fixed as an operator would, then started as systemctl would.
+      writeFileSync('/etc/petrel/petreld.toml', `${config}runtimes = ["spt"]\n`);
+      must('deb-systemd-invoke', ['start', 'petreld.service'], env);
       expect(readFileSync('/etc/petrel/petreld.toml', 'utf8')).toContain(`runDir = "${runDir}"`);
       expect(run('getent', ['passwd', 'petrel']).out).toMatch(/^petrel:x:(\d{3}):\d+:/u);
       const uid = Number(run('id', ['-u', 'petrel']).out);
