@@ -122,11 +122,11 @@ export interface EngineHost extends TenderHost {
    */
   makeJail(request: JailRequest): HostResult<Undoable<Jail | null>>;
   /** After its tender exited: its block files back to root, its cgroups removed, its id free. */
-  releaseJail(jail: Jail): HostResult<void>;
+  releaseJail(jail: HeldJail): HostResult<void>;
   /** Which jail limit ended a tender, if one did (read before releaseJail removes its cgroups). */
-  jailLimitHit(jail: Jail, exit: { code: number | null; signal: string | null }): Promise<string | null>;
+  jailLimitHit(jail: HeldJail, exit: { code: number | null; signal: string | null }): Promise<string | null>;
   /** An adopted tender's jail (from the holder's meta): its id is taken again. */
-  holdJail(id: number, blocks: readonly string[]): Jail;
+  holdJail(id: number, blocks: readonly string[]): HeldJail;
   /** Its host-wide claim, written again if a crash lost it. */
   holdJailClaim(id: number): Promise<void>;
   /** What jails put in force on this host; null when jails are off. */
@@ -193,13 +193,21 @@ export interface JailRequest {
   readonly nets: number;
 }
 
-export interface Jail {
+/** What a running tender's jail is, for as long as it runs: what its release and its exit need. */
+export interface HeldJail {
   readonly id: number;
-  /** petrel-jail and its options, up to and including `--`: the tender's argv follows. */
-  readonly prefix: readonly string[];
   readonly limits: JailLimits | null;
   /** Block files it was given (chowned to its id by petrel-jail). */
   readonly blocks: readonly string[];
+}
+
+/** A jail about to start its tender. */
+export interface Jail extends HeldJail {
+  /**
+   * petrel-jail and its options, up to and including `--`: the tender's argv follows. Not kept
+   * once the tender runs (a few kilobytes of cgroup paths per unikernel).
+   */
+  readonly prefix: readonly string[];
 }
 
 export interface JailInfo {
@@ -433,7 +441,7 @@ export function createHost(options: HostOptions): EngineHost {
     },
     holdJail(id, blocks) {
       jail?.ids.hold(id);
-      return { id, prefix: [], limits: null, blocks };
+      return { id, limits: null, blocks };
     },
     async holdJailClaim(id) {
       if (jail === null) return;
@@ -609,7 +617,7 @@ function jailState(options: JailOptions): JailState {
   return state;
 }
 
-async function releaseJail(jail: JailState | null, made: Jail): HostResult<void> {
+async function releaseJail(jail: JailState | null, made: HeldJail): HostResult<void> {
   if (jail === null) return ok(undefined);
   const problems: string[] = [];
   for (const block of made.blocks) {

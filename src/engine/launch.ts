@@ -15,7 +15,7 @@ import { parseMac } from '../wire/config.js';
 import type { MacAddress } from '../wire/types.js';
 import { configFingerprint, encodeMeta } from './adopt.js';
 import { publishStep } from './events.js';
-import type { EngineHost, Jail } from './host.js';
+import type { EngineHost, HeldJail } from './host.js';
 import { blockLabel, hostBridge, type Prepared, type VmName } from './prepare.js';
 import { TEXT } from './replies.js';
 
@@ -41,7 +41,7 @@ export interface RunningVm {
   readonly fifo: string;
   readonly nets: readonly NetAttachment[];
   /** Its tender's jail (own id, namespaces, limits); null when it runs unjailed. */
-  readonly jail: Jail | null;
+  readonly jail: HeldJail | null;
   readonly tender: TenderProcess;
   readonly reader: ConsoleReader;
   /** Not written to the state file (the boot canary). */
@@ -197,7 +197,7 @@ export async function launch(
       imageLink,
       fifo: fifoPath,
       nets,
-      jail,
+      jail: jail === null ? null : { id: jail.id, limits: jail.limits, blocks: jail.blocks },
       tender: tender.value,
       reader: reader.value,
       transient: ctx.transient,
