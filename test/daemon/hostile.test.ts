@@ -48,6 +48,7 @@ const ATTEMPTS = [
   'create-interface-tun',
   'create-interface-netlink',
   'udp-netlink-length',
+  'clone3-process',
   'kvm',
   'fork-600',
   'touch-1GiB',
@@ -292,11 +293,11 @@ describe('a guest beyond a limit of its jail', () => {
 });
 
 describe('a hostile tender, jailed', () => {
-  it('spt: gets out no way of 29, and the other tenant runs on', { timeout: 120_000 }, async () => {
+  it('spt: gets out no way of 30, and the other tenant runs on', { timeout: 120_000 }, async () => {
     await attack('spt');
   });
 
-  it('spt with a network: gets out no way of 29 either, though its jail may read the routing tables', {
+  it('spt with a network: gets out no way of 30 either, though its jail may read the routing tables', {
     timeout: 120_000,
   }, async () => {
     await attack('spt', true);
