@@ -110,10 +110,13 @@ const CLOSE_GRACE_MS = 2_000;
 
 /**
  * The stream after `answer`; close() ends it from our side (unsubscribing) and gives the peer
- * CLOSE_GRACE_MS to close; finish() ends our side and waits for the peer as long as it takes.
+ * CLOSE_GRACE_MS to close; finish() unsubscribes by sending something (§2.3: anything ends a
+ * subscription; the zero frame is the smallest), the connection kept open both ways, so what
+ * the peer queued before still comes however many hops carry it, and waits for its close.
  */
 export function openStream(channel: Channel, answer: Answer, events: AsyncIterable<StreamEvent>): Stream {
   let ended = false;
+  let finished = false;
   let timed = false;
   const end = () => {
     if (ended) return;
@@ -123,7 +126,11 @@ export function openStream(channel: Channel, answer: Answer, events: AsyncIterab
   return {
     answer,
     events,
-    finish: end,
+    finish() {
+      if (finished || ended) return;
+      finished = true;
+      void channel.write(END_OF_STREAM);
+    },
     close() {
       end();
       if (timed) return;

@@ -337,8 +337,15 @@ async function collect(request: ProxyRequest, command: Command, daemon: Channel)
   }
   // Read and dump: forward every frame as it came (the version is 5 on both sides, so "replace
   // the version by the client's" leaves the bytes as they are) until the end condition.
-  // A subscriber unsubscribes by closing: then the daemon connection goes too.
+  // A subscriber unsubscribes by closing: then the daemon connection goes too. A console
+  // subscriber that sends anything instead unsubscribes with the connection open (§2.3; `petrel
+  // console --no-follow`): the daemon hears the same, sends what it queued, and closes.
   void request.client.closed.then(() => daemon.destroy());
+  if (command.type === 'console-subscribe') {
+    void request.client.next().then((said) => {
+      if (said.kind === 'frame' || said.kind === 'end') void daemon.write(END_OF_STREAM);
+    });
+  }
   for (;;) {
     const answer = await daemon.next();
     if (answer.kind !== 'frame') return final(failure('exception while reading from fd'));

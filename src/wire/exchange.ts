@@ -41,8 +41,8 @@ export interface Stream {
   /** Ends the exchange from our side: unsubscribes a console or statistics subscriber. */
   close(): void;
   /**
-   * Ends our side only, and keeps reading: a console subscriber is unsubscribed, what petreld
-   * queued for it before (the history) still arrives, then `events` ends. No grace timer.
+   * Unsubscribes by sending a zero frame, and keeps reading: what petreld queued before (a
+   * console's history) still arrives, then `events` ends. No grace timer.
    */
   finish(): void;
 }

@@ -1,6 +1,6 @@
 // `petrel console --no-follow` (issue 25, item 4): the history and exit 0, against a real
 // petreld started in-process (its canaries run under the fake-kvm tender on hosts without KVM).
-// The end of the history is our end of the subscription: petreld sends what it queued, closes.
+// The end of the history is our unsubscribe (a zero frame): petreld sends what it queued, closes.
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { duplexPair } from '../../src/daemon/pair.js';

@@ -30,9 +30,9 @@ The subscription's status goes to stderr.
   --count N     history: the last N lines (0 to 1024, default 20)
   --since TIME  history: lines since TIME, an ISO 8601 time (2024-05-01T12:00:00Z) or a
                 duration ago (90s, 5m, 2h, 1d)
-  --no-follow   print the history and exit 0: once petreld has replied, petrel ends its side
-                of the subscription; petreld sends the history it queued with the reply and
-                any line printed until it read that end, then closes. The lines are the
+  --no-follow   print the history and exit 0: once petreld has replied, petrel unsubscribes
+                (it sends a zero frame); petreld sends the history it queued with the reply
+                and any line printed until it read that, then closes. The lines are the
                 history at that moment (with --count N, the last N of them)
 
 ${CONNECTION_HELP}
@@ -92,9 +92,9 @@ export const consoleCommand = clientCommand('console', USAGE, async (args, io) =
       : consoleLineText(data.timestamp, data.line);
   };
   if (values['no-follow'] !== true) return follow(io, stream, (from, data) => io.stdout(line(from, data)));
-  // The wire marks no end of the history: our end of the subscription marks it. Every history
+  // The wire marks no end of the history: our unsubscribe marks it. Every history
   // line was queued before the reply was sent; a line the unikernel printed in the round trip
-  // after it is, by the time petreld reads our end, part of the history too, and of the last N
+  // after it is, by the time petreld reads our unsubscribe, part of the history too, and of the last N
   // lines only the newest N are.
   stream.finish();
   const lines: string[] = [];
