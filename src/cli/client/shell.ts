@@ -5,6 +5,7 @@
 import { type ParseArgsConfig, parseArgs } from 'node:util';
 import type { Label, Name } from '../../resources/name.js';
 import { parseName, parsePath, pathName, printName } from '../../resources/name.js';
+import { readWholeNumber } from '../../wire/config-flags.js';
 import type { Command, Reply } from '../../wire/types.js';
 import type { CliCommand, CliIo } from '../command.js';
 import { type Direction, ProgressLine } from './progress.js';
@@ -152,11 +153,9 @@ export function pathArgument(text: string | undefined): Name {
 
 /** A whole number in [min, max] from a flag or argument. */
 export function wholeNumber(text: string, what: string, min: number, max = 2 ** 31 - 1): number {
-  if (!/^\d{1,10}$/u.test(text) || Number(text) < min || Number(text) > max) {
-    const range = max === 2 ** 31 - 1 ? `at least ${min}` : `${min} to ${max}`;
-    throw usageError(`${what} must be a whole number, ${range} (got ${JSON.stringify(text)})`);
-  }
-  return Number(text);
+  const n = readWholeNumber(text, what, min, max);
+  if (!n.ok) throw usageError(n.error.message);
+  return n.value;
 }
 
 // --- talking to petreld -----------------------------------------------------------------------
