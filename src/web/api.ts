@@ -57,7 +57,7 @@ function refused(message: string): ApiResponse {
 }
 
 /** Anything but the reply expected is a failure or a broken exchange, answered as the CLI would. */
-function unexpected(answer: Answer, want: string): ApiResponse {
+export function answered(answer: Answer, want: string): ApiResponse {
   if (answer.kind === 'failure') return refused(answer.message);
   if (answer.kind === 'error') return apiError(answer.status, answer.code, answer.message, answer.exit);
   return apiError(
@@ -141,7 +141,7 @@ function policyJson(path: Path, relative: Name, policy: Policy): Json {
 async function running(path: Path, ask: Ask): Promise<Result<Json[], ApiResponse>> {
   const answer = await ask(pathName(path), { type: 'unikernel-info', release: '2.7' });
   if (answer.kind !== 'reply' || answer.reply.type !== 'unikernel-info' || answer.reply.release !== '2.7') {
-    return { ok: false, error: unexpected(answer, 'unikernel-info') };
+    return { ok: false, error: answered(answer, 'unikernel-info') };
   }
   // A listing's names are relative to the path asked about (the engine's info).
   const items = answer.reply.entries
@@ -185,7 +185,7 @@ export async function getUnikernel(path: Path, text: string, ask: Ask): Promise<
   if (!name.ok) return name.error;
   const answer = await ask(name.value, { type: 'unikernel-info', release: '2.7' });
   if (answer.kind !== 'reply' || answer.reply.type !== 'unikernel-info' || answer.reply.release !== '2.7') {
-    return unexpected(answer, 'unikernel-info');
+    return answered(answer, 'unikernel-info');
   }
   const entry = answer.reply.entries.find((e) => printName(e.name) === printName(name.value));
   if (entry === undefined)
@@ -201,7 +201,7 @@ async function change(path: Path, text: string, command: Command, ask: Ask): Pro
   const name = nameUnder(path, text);
   if (!name.ok) return name.error;
   const answer = await ask(name.value, command);
-  if (answer.kind !== 'reply' || answer.reply.type !== 'string') return unexpected(answer, 'string');
+  if (answer.kind !== 'reply' || answer.reply.type !== 'string') return answered(answer, 'string');
   return { status: 200, body: { name: text, reply: answer.reply.text } };
 }
 
@@ -223,8 +223,7 @@ export interface Caller {
 /** GET /api/v1/node: who the caller is here, its policies and what of them it uses. */
 export async function nodeInfo(caller: Caller, ask: Ask): Promise<ApiResponse> {
   const policies = await ask(pathName(caller.path), { type: 'policy-info' });
-  if (policies.kind !== 'reply' || policies.reply.type !== 'policies')
-    return unexpected(policies, 'policies');
+  if (policies.kind !== 'reply' || policies.reply.type !== 'policies') return answered(policies, 'policies');
   const all = await running(caller.path, ask);
   if (!all.ok) return all.error;
   const memory = all.value.reduce<number>(

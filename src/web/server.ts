@@ -27,7 +27,7 @@ import { type Name, printName, printPath } from '../resources/name.js';
 import { loadTrustAnchor, type TrustAnchor } from '../tls/chain.js';
 import { describeError } from '../tls/errors.js';
 import type { Identity } from '../tls/identity.js';
-import { proxy, type Service } from '../tls/proxy.js';
+import { type ProxyRequest, proxy, type Service } from '../tls/proxy.js';
 import { connectService } from '../tls/service.js';
 import {
   ADMISSION_DEFAULTS,
@@ -40,10 +40,11 @@ import {
 import { type VerifiedToken, verifyToken } from '../tls/token.js';
 import { decodeWire } from '../wire/index.js';
 import type { Json } from '../wire/json.js';
-import type { Command } from '../wire/types.js';
+import type { Command, ConsoleSelect } from '../wire/types.js';
 import {
   type Answer,
   type ApiResponse,
+  answered,
   apiError,
   destroyUnikernel,
   EXIT,
@@ -54,6 +55,7 @@ import {
   restartUnikernel,
 } from './api.js';
 import { RequestChannel } from './channel.js';
+import { createCommand } from './create.js';
 import { DenyList } from './deny-list.js';
 
 export interface WebServerOptions {
@@ -113,6 +115,16 @@ const SECURITY_HEADERS = {
   'referrer-policy': 'no-referrer',
 } as const;
 
+/**
+ * The most a web connection may read while pending. A browser's handshake fits the small
+ * allowance; but a client sends its request right behind its Finished message, and the reads
+ * that carry the Finished carry the first of a create's body too (a few 64 KiB reads before the
+ * handshake is processed: the metered stream pauses the socket when TLS has 16 KiB queued).
+ * Above SMALL_HANDSHAKE a connection needs a reservation from the byte budget, as a large TLS
+ * handshake does.
+ */
+const WEB_PENDING_BYTES = SMALL_HANDSHAKE + 512 * 1024;
+
 /** `web.refused` lines a second at most. */
 const REFUSALS_LOGGED = 10;
 
@@ -138,7 +150,7 @@ class Web implements WebServer {
     this.#context = context;
     this.#log = options.logger ?? pino({ name: 'petrel-web' });
     const settings: AdmissionSettings = { ...ADMISSION_DEFAULTS, ...options.admission };
-    this.#gate = new Gate('web', admissionLimits(settings, SMALL_HANDSHAKE), this.#log);
+    this.#gate = new Gate('web', admissionLimits(settings, WEB_PENDING_BYTES), this.#log);
     this.#deny = new DenyList(options.denyList, this.#log);
     this.#http = createHttpServer(
       { maxHeaderSize: 16 * 1024, headersTimeout: 10_000, requestTimeout: 0, keepAliveTimeout: 5_000 },
@@ -262,7 +274,7 @@ class Web implements WebServer {
       });
     }
     // No request of this API but create takes a body; one sent anyway is refused, unread.
-    if (hasBody(request)) {
+    if (route.action !== 'create' && hasBody(request)) {
       const reply = apiError(
         400,
         'E_WEB_BODY',
@@ -273,7 +285,8 @@ class Web implements WebServer {
       return this.#drain(request, response, reply);
     }
     const path = token.value.path;
-    const ask = (name: Name, command: Command) => this.#ask(token.value, name, command, remote ?? '');
+    const ask = (name: Name, command: Command, body?: IncomingMessage) =>
+      this.#ask(token.value, name, command, remote ?? '', body);
     const caller = {
       tokenName: token.value.name,
       tokenId: token.value.id,
@@ -297,9 +310,128 @@ class Web implements WebServer {
       case 'restart':
         reply = await restartUnikernel(path, route.name, ask);
         break;
+      case 'create':
+        reply = await this.#create(path, route.name, url.searchParams, request, ask);
+        break;
+      case 'console':
+        return this.#console(token.value, route.name, url.searchParams, response, remote ?? '');
     }
     if (CHANGES.has(route.action)) this.#audit(token.value, route.action, route.name, reply);
-    this.#send(response, reply);
+    // A reply before the whole body was read (refused, too large): the connection goes after it.
+    if (!request.complete) this.#drain(request, response, reply);
+    else this.#send(response, reply);
+  }
+
+  /** PUT /api/v1/unikernels/{name}?mem=…: the body is the image, streamed to petreld as it comes. */
+  async #create(
+    path: VerifiedToken['path'],
+    text: string,
+    query: URLSearchParams,
+    request: IncomingMessage,
+    ask: (name: Name, command: Command, body?: IncomingMessage) => Promise<Answer>,
+  ): Promise<ApiResponse> {
+    const name = nameUnder(path, text);
+    if (!name.ok) return name.error;
+    const command = createCommand(query);
+    if (!command.ok) return command.error;
+    const type = request.headers['content-type'] ?? '';
+    if (/^multipart\//i.test(type)) {
+      return apiError(
+        415,
+        'E_WEB_BODY',
+        'send the image as the raw body (application/octet-stream), not as multipart',
+        EXIT.usage,
+      );
+    }
+    if (!hasBody(request))
+      return apiError(400, 'E_WEB_BODY', 'the image is the request body, and there is none', EXIT.usage);
+    const limit = this.#options.maxFrameBytes ?? TLS_DEFAULTS.maxFrameBytes;
+    const length = Number(request.headers['content-length'] ?? 0);
+    if (length > limit) return tooLarge(length, limit);
+    const answer = await ask(name.value, command.value, request);
+    if (answer.kind === 'error' && answer.code === 'E_TLS_FRAME_TOO_LARGE') return tooLarge(null, limit);
+    if (answer.kind === 'reply' && answer.reply.type === 'string') {
+      return { status: 201, body: { name: text, reply: answer.reply.text } };
+    }
+    return answered(answer, 'string');
+  }
+
+  /**
+   * GET /api/v1/unikernels/{name}/console?count=N|since=TIME: Server-Sent Events, the history
+   * first, then lines as the unikernel prints them, until the client goes away (which ends the
+   * subscription on petreld's side, as a TLS subscriber's close does) or petreld ends it.
+   * Each line is `event: line` with `data: {"timestamp", "line"}`; the end, `event: end`.
+   */
+  async #console(
+    token: VerifiedToken,
+    text: string,
+    query: URLSearchParams,
+    response: ServerResponse,
+    remote: string,
+  ): Promise<void> {
+    const name = nameUnder(token.path, text);
+    if (!name.ok) return this.#send(response, name.error);
+    const select = consoleSelect(query);
+    if (!select.ok) return this.#send(response, select.error);
+    const closed = new Promise<void>((resolve) => response.once('close', resolve));
+    let opened = false;
+    const event = (kind: string, data: Json): boolean =>
+      response.write(`event: ${kind}\ndata: ${JSON.stringify(data)}\n\n`);
+    const client = new RequestChannel(null, closed, async (payload) => {
+      if (response.destroyed || response.writableEnded) return false;
+      const decoded = decodeWire(payload);
+      if (!decoded.ok) return false;
+      const p = decoded.value.payload;
+      if (!opened) {
+        if (p.kind !== 'reply') {
+          this.#send(
+            response,
+            answered(
+              p.kind === 'failure' ? { kind: 'failure', message: p.message } : BROKEN,
+              'a subscription',
+            ),
+          );
+          return false;
+        }
+        opened = true;
+        response.writeHead(200, {
+          ...SECURITY_HEADERS,
+          'content-type': 'text/event-stream; charset=utf-8',
+          'x-accel-buffering': 'no',
+        });
+        response.write(': subscribed\n\n');
+        return true;
+      }
+      if (p.kind === 'data' && p.data.type === 'console') {
+        const line = Buffer.from(p.data.line).toString('utf8');
+        if (!event('line', { timestamp: p.data.timestamp.toISOString(), line })) {
+          // A slow reader: wait for it (petreld's queue for this subscriber bounds what waits).
+          await Promise.race([new Promise((r) => response.once('drain', r)), closed]);
+        }
+        return !response.destroyed;
+      }
+      if (p.kind === 'failure') {
+        event('end', { message: p.message });
+        response.end();
+        return false;
+      }
+      return true;
+    });
+    await proxy(
+      this.#proxyRequest(
+        token,
+        name.value,
+        { type: 'console-subscribe', release: '2.1', select: select.value },
+        client,
+        remote,
+      ),
+    );
+    if (!response.headersSent)
+      this.#send(response, apiError(502, 'E_CLIENT_PROTOCOL', 'no reply from petreld', EXIT.protocol));
+    else if (!response.writableEnded) {
+      event('end', { message: 'the subscription ended' });
+      response.end();
+    }
   }
 
   /** A refusal sent before the body was read: the connection closes after it (the body is unread). */
@@ -329,30 +461,21 @@ class Web implements WebServer {
     return verifyToken(bearer[1] as string, this.#anchor, clock(), (id) => denied.value.has(id));
   }
 
-  /** One command to petreld under the token's delegation, by the TLS endpoint's proxy. */
-  async #ask(token: VerifiedToken, name: Name, command: Command, remote: string): Promise<Answer> {
-    const identity: Identity = { name, policies: token.policies, command };
-    const client = new RequestChannel(null, new Promise(() => {}));
-    const maxFrameBytes = this.#options.maxFrameBytes ?? TLS_DEFAULTS.maxFrameBytes;
-    const outcome = await proxy({
-      identity,
-      client,
-      connect: (service) =>
-        connectService(
-          {
-            sockets: this.#options.sockets,
-            openService: this.#options.openService,
-            maxFrameBytes,
-            log: this.#log,
-            listener: 'web',
-            streams: this.#streams,
-          },
-          service,
-          remote,
-        ),
-      sequence: () => this.#sequence++,
-      maxFrameBytes,
-    });
+  /**
+   * One command to petreld under the token's delegation, by the TLS endpoint's proxy; `body`, a
+   * create's image, goes after it in raw chunks as it arrives.
+   */
+  async #ask(
+    token: VerifiedToken,
+    name: Name,
+    command: Command,
+    remote: string,
+    body?: IncomingMessage,
+  ): Promise<Answer> {
+    const gone =
+      body === undefined ? new Promise<void>(() => {}) : new Promise<void>((r) => body.once('close', r));
+    const client = new RequestChannel(body ?? null, gone);
+    const outcome = await proxy(this.#proxyRequest(token, name, command, client, remote));
     if (outcome.kind === 'refused') {
       const status = outcome.error.code === 'E_TLS_FRAME_TOO_LARGE' ? 413 : 400;
       return {
@@ -386,6 +509,33 @@ class Web implements WebServer {
     };
   }
 
+  /** What the TLS endpoint's proxy needs for one command of a token's delegation. */
+  #proxyRequest(
+    token: VerifiedToken,
+    name: Name,
+    command: Command,
+    client: RequestChannel,
+    remote: string,
+  ): ProxyRequest {
+    const maxFrameBytes = this.#options.maxFrameBytes ?? TLS_DEFAULTS.maxFrameBytes;
+    const identity: Identity = { name, policies: token.policies, command };
+    const link = {
+      sockets: this.#options.sockets,
+      openService: this.#options.openService,
+      maxFrameBytes,
+      log: this.#log,
+      listener: 'web',
+      streams: this.#streams,
+    };
+    return {
+      identity,
+      client,
+      connect: (service) => connectService(link, service, remote),
+      sequence: () => this.#sequence++,
+      maxFrameBytes,
+    };
+  }
+
   #audit(token: VerifiedToken, action: Action, text: string | null, reply: ApiResponse): void {
     const name = text === null ? null : nameUnder(token.path, text);
     const error = (reply.body as { error?: { code?: string; message?: string } }).error;
@@ -407,8 +557,8 @@ class Web implements WebServer {
   }
 }
 
-type Action = 'node' | 'list' | 'get' | 'destroy' | 'restart';
-const CHANGES: ReadonlySet<Action> = new Set(['destroy', 'restart']);
+type Action = 'node' | 'list' | 'get' | 'create' | 'destroy' | 'restart' | 'console';
+const CHANGES: ReadonlySet<Action> = new Set(['create', 'destroy', 'restart']);
 
 type Route =
   | { readonly kind: 'route'; readonly action: Action; readonly name: string }
@@ -416,7 +566,7 @@ type Route =
 
 const PREFIX = '/api/v1/';
 
-/** The route of a method and path: `/api/v1/node`, `/api/v1/unikernels[/{name}[/restart]]`. */
+/** The route of a method and path: `/api/v1/node`, `/api/v1/unikernels[/{name}[/restart|/console]]`. */
 export function matchRoute(method: string, pathname: string): Route {
   const none = (status: 404 | 405, code: string, message: string): Route => ({
     kind: 'none',
@@ -444,9 +594,52 @@ export function matchRoute(method: string, pathname: string): Route {
   if (parts.length === 1 && parts[0] === 'node') return allowed({ GET: 'node' });
   if (parts[0] !== 'unikernels') return none(404, 'E_WEB_NOT_FOUND', `no such resource ${pathname}`);
   if (parts.length === 1) return allowed({ GET: 'list' });
-  if (parts.length === 2 && name !== '') return allowed({ GET: 'get', DELETE: 'destroy' });
+  if (parts.length === 2 && name !== '') return allowed({ GET: 'get', PUT: 'create', DELETE: 'destroy' });
   if (parts.length === 3 && parts[2] === 'restart' && name !== '') return allowed({ POST: 'restart' });
+  if (parts.length === 3 && parts[2] === 'console' && name !== '') return allowed({ GET: 'console' });
   return none(404, 'E_WEB_NOT_FOUND', `no such resource ${pathname}`);
+}
+
+const BROKEN: Answer = {
+  kind: 'error',
+  status: 502,
+  code: 'E_CLIENT_PROTOCOL',
+  message: 'petreld answered something else than a subscription',
+  exit: EXIT.protocol,
+};
+
+/** A console's history, as `petrel console` takes it: `count` (0 to 1024, default 20) or `since`. */
+function consoleSelect(query: URLSearchParams): Result<ConsoleSelect, ApiResponse> {
+  const bad = (message: string) => ({
+    ok: false as const,
+    error: apiError(400, 'E_WEB_QUERY', message, EXIT.usage),
+  });
+  for (const key of query.keys())
+    if (key !== 'count' && key !== 'since')
+      return bad(`unknown parameter ${JSON.stringify(key)} (console takes count or since)`);
+  const since = query.get('since');
+  const count = query.get('count');
+  if (since !== null && count !== null) return bad('give count or since, not both');
+  if (since !== null) {
+    const at = /^\d{4}-\d{2}-\d{2}T/.test(since) ? new Date(since) : new Date(Number.NaN);
+    if (Number.isNaN(at.getTime()))
+      return bad(`since must be an ISO 8601 time, not ${JSON.stringify(since)}`);
+    return ok({ kind: 'since', since: at });
+  }
+  const n = count === null ? 20 : /^\d{1,4}$/.test(count) ? Number(count) : Number.NaN;
+  if (!(n >= 0 && n <= 1024))
+    return bad(`count must be a whole number from 0 to 1024, not ${JSON.stringify(count)}`);
+  return ok({ kind: 'count', count: n });
+}
+
+function tooLarge(length: number | null, limit: number): ApiResponse {
+  const what = length === null ? 'the image' : `the image of ${length} bytes`;
+  return apiError(
+    413,
+    'E_WEB_TOO_LARGE',
+    `${what} exceeds the limit of ${limit} bytes (maxFrameBytes)`,
+    EXIT.usage,
+  );
 }
 
 function hasBody(request: IncomingMessage): boolean {

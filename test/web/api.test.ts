@@ -69,12 +69,12 @@ function call(
   url: string,
   token: string | null,
   template: string | null,
-  body?: string,
+  body?: string | Buffer,
 ): Promise<Reply> {
   return new Promise((resolve, reject) => {
     const headers: Record<string, string> = token === null ? {} : { authorization: `Bearer ${token}` };
     if (body !== undefined) {
-      headers['content-type'] = 'application/json';
+      headers['content-type'] = typeof body === 'string' ? 'application/json' : 'application/octet-stream';
       headers['content-length'] = String(Buffer.byteLength(body));
     }
     const req = request(
@@ -106,6 +106,34 @@ function call(
   });
 }
 
+/** An event stream for `ms`: its status and how many `line` events came. */
+function sse(token: string, url: string, ms: number): Promise<{ status: number; lines: number }> {
+  return new Promise((resolve, reject) => {
+    const req = request(
+      {
+        host: '127.0.0.1',
+        port: petreld.webPort as number,
+        path: url,
+        headers: { authorization: `Bearer ${token}` },
+        ca: cacert,
+        agent: false,
+      },
+      (res) => {
+        let text = '';
+        res.on('data', (c: Buffer) => {
+          text += c.toString('utf8');
+        });
+        setTimeout(() => {
+          req.destroy();
+          resolve({ status: res.statusCode as number, lines: text.split('event: line').length - 1 });
+        }, ms);
+      },
+    );
+    req.on('error', (e) => (req.destroyed ? undefined : reject(e)));
+    req.end();
+  });
+}
+
 const U = '/api/v1/unikernels';
 const ONE = '/api/v1/unikernels/{name}';
 const RESTART = '/api/v1/unikernels/{name}/restart';
@@ -132,7 +160,7 @@ const items = (reply: Reply) => (reply.json as { items: { name: string }[] }).it
 beforeAll(async () => {
   petreld = await startPetreld(
     {
-      alice: ['--vms', '3', '--mem', '64'],
+      alice: ['--vms', '4', '--mem', '64'],
       bob: ['--vms', '1', '--mem', '32'],
       carol: ['--vms', '1', '--mem', '32', '--cpus', '0'],
     },
@@ -305,5 +333,156 @@ describe('the web API over HTTPS', () => {
       socket.on('error', reject);
     });
     expect(received).toBe(0);
+  });
+
+  it('creates from a raw body streamed to petreld, with the CLI flags as parameters; a bad one changes nothing', async () => {
+    const alice = tokens.alice as string;
+    const image = await readFile(canaryImage);
+    const before = audits().length;
+    const made = await call('PUT', `${U}/ticker?mem=16&arg=count&arg=50`, alice, ONE, image);
+    expect(made.status).toBe(201);
+    expect(made.json).toEqual({ name: 'ticker', reply: 'created unikernel' });
+    const got = await call('GET', `${U}/ticker`, alice, ONE);
+    expect(got.json).toMatchObject({ memory: 16, arguments: ['count', '50'] });
+    expect(
+      audits()
+        .slice(before)
+        .map((l) => [l.action, l.unikernel, l.status]),
+    ).toEqual([['create', 'alice:ticker', 201]]);
+
+    const refusals: [string, Buffer | undefined, number, string, RegExp][] = [
+      [`${U}/x?mem=lots`, image, 400, 'E_WEB_CONFIG', /^--mem must be a whole number/],
+      [`${U}/x?exit-code=3`, image, 400, 'E_WEB_CONFIG', /--exit-code needs --restart-on-fail/],
+      [`${U}/x?memory=16`, image, 400, 'E_WEB_QUERY', /unknown parameter "memory"/],
+      [`${U}/x`, undefined, 400, 'E_WEB_BODY', /the image is the request body/],
+      [`${U}/x`, Buffer.from('not an ELF at all'), 409, 'E_REFUSED', /./],
+      // Above alice's 64 MiB: her delegation's policy, installed before the command, refuses it.
+      [`${U}/x?mem=60`, image, 409, 'E_REFUSED', /memory/],
+    ];
+    for (const [url, body, status, code, message] of refusals) {
+      const reply = await call('PUT', url, alice, ONE, body);
+      expect(reply.status, url).toBe(status);
+      expect(error(reply).code, url).toBe(code);
+      expect(error(reply).message, url).toMatch(message);
+    }
+    expect(running()).toEqual(['alice:ticker', 'alice:vm1', 'alice:vm2', 'bob:b1']);
+    // bob's token creates under bob: only, within bob's policy.
+    const bobs = await call('PUT', `${U}/b2`, tokens.bob as string, ONE, image);
+    expect(error(bobs)).toMatchObject({
+      code: 'E_REFUSED',
+      message: expect.stringMatching(/unikernels \(1\)/),
+    });
+  });
+
+  it('refuses an image above maxFrameBytes by its length, before reading it', async () => {
+    const reply = await new Promise<Reply>((resolve, reject) => {
+      const req = request(
+        {
+          host: '127.0.0.1',
+          port: petreld.webPort as number,
+          method: 'PUT',
+          path: `${U}/huge`,
+          headers: {
+            authorization: `Bearer ${tokens.alice}`,
+            'content-type': 'application/octet-stream',
+            'content-length': String(65 * 1024 * 1024),
+          },
+          ca: cacert,
+          agent: false,
+        },
+        (res) => {
+          const chunks: Buffer[] = [];
+          res.on('data', (c: Buffer) => chunks.push(c));
+          res.on('end', () => {
+            const json = JSON.parse(Buffer.concat(chunks).toString('utf8'));
+            checkResponse('PUT', ONE, res.statusCode as number, json);
+            resolve({ status: res.statusCode as number, headers: res.headers, json });
+            req.destroy();
+          });
+        },
+      );
+      req.on('error', reject);
+      req.flushHeaders();
+    });
+    expect(reply.status).toBe(413);
+    expect(error(reply)).toMatchObject({ code: 'E_WEB_TOO_LARGE', exit: 124 });
+    expect(reply.headers.connection).toBe('close');
+    expect(running()).not.toContain('alice:huge');
+  });
+
+  it('follows a console as Server-Sent Events: the history first, then lines as they are printed', async () => {
+    const image = await readFile(canaryImage);
+    const made = await call(
+      'PUT',
+      `${U}/talker?mem=8&arg=count&arg=100&no-add-name`,
+      tokens.alice as string,
+      ONE,
+      image,
+    );
+    expect(made.status).toBe(201);
+    await new Promise((r) => setTimeout(r, 600));
+    // When the subscription's reply arrived: the history was in the ring before it.
+    let subscribed = 0;
+    const events = await new Promise<{ event: string; data: { timestamp: string; line: string } }[]>(
+      (resolve, reject) => {
+        const seen: { event: string; data: { timestamp: string; line: string } }[] = [];
+        const req = request(
+          {
+            host: '127.0.0.1',
+            port: petreld.webPort as number,
+            path: `${U}/talker/console?count=3`,
+            headers: { authorization: `Bearer ${tokens.alice}` },
+            ca: cacert,
+            agent: false,
+          },
+          (res) => {
+            expect(res.statusCode).toBe(200);
+            expect(res.headers['content-type']).toContain('text/event-stream');
+            let text = '';
+            res.on('data', (c: Buffer) => {
+              text += c.toString('utf8');
+              if (subscribed === 0 && text.startsWith(': subscribed')) subscribed = Date.now();
+              for (let end = text.indexOf('\n\n'); end >= 0; end = text.indexOf('\n\n')) {
+                const block = text.slice(0, end);
+                text = text.slice(end + 2);
+                const kind = /^event: (.*)$/m.exec(block)?.[1];
+                const data = /^data: (.*)$/m.exec(block)?.[1];
+                if (kind === undefined || data === undefined) continue;
+                const parsed = JSON.parse(data);
+                checkResponse('GET', '/api/v1/unikernels/{name}/console', 200, parsed);
+                seen.push({ event: kind, data: parsed });
+                if (seen.length === 6) {
+                  req.destroy();
+                  resolve(seen);
+                }
+              }
+            });
+          },
+        );
+        req.on('error', (e) => (seen.length === 6 ? undefined : reject(e)));
+        req.end();
+      },
+    );
+    const numbers = events.map((e) => Number(/count (\d+)$/.exec(e.data.line)?.[1]));
+    // Consecutive lines, none lost or repeated between the history and what followed it.
+    expect(numbers.slice(1).map((n, i) => n - (numbers[i] as number))).toEqual([1, 1, 1, 1, 1]);
+    const at = events.map((e) => Date.parse(e.data.timestamp));
+    expect(at.slice(0, 3).every((t) => t <= subscribed)).toBe(true);
+    // Then live lines, at the guest's pace (one every 100 ms).
+    expect((at[5] as number) - (at[2] as number)).toBeGreaterThanOrEqual(250);
+    // The subscriber went away: petreld's console for it ends (no subscriber left behind).
+    const other = await call(
+      'GET',
+      `${U}/talker/console?count=1&since=2026-01-01T00:00:00Z`,
+      tokens.alice as string,
+      '/api/v1/unikernels/{name}/console',
+    );
+    expect(error(other).code).toBe('E_WEB_QUERY');
+    // bob's talker is bob:talker (a console may be followed before its unikernel exists, as
+    // Albatross allows): none of alice's lines reach him while hers prints ten a second.
+    expect(await sse(tokens.bob as string, `${U}/talker/console?count=10`, 500)).toEqual({
+      status: 200,
+      lines: 0,
+    });
   });
 });

@@ -84,9 +84,10 @@ export function responseSchema(method: string, template: string, status: number)
   if (operation === undefined) throw new Error(`openapi.json documents no ${method} ${template}`);
   const responses = operation.responses as Record<string, Schema>;
   const response = resolve((responses[String(status)] ?? responses.default) as Schema);
-  const schema = ((response.content as Record<string, Schema>)['application/json'] as Schema)
-    .schema as Schema;
-  return schema;
+  const content = response.content as Record<string, Schema>;
+  // An event stream's schema is that of each event's data.
+  const body = (content['application/json'] ?? content['text/event-stream']) as Schema;
+  return body.schema as Schema;
 }
 
 /**
