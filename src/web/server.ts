@@ -8,7 +8,8 @@
 //    and stays pending in the gate until a complete request head has arrived (and again while
 //    a kept-alive connection waits for the next).
 // 2. Every request carries `Authorization: Bearer ptk1.…`; it is verified against the CA as a
-//    TLS client chain is, and against the deny-list, before anything is sent to petreld.
+//    TLS client chain is, and against the deny-list, before anything is sent to petreld. An
+//    address that failed 30 times in a minute is refused (429) without a check until it ends.
 // 3. The request's command goes to petreld under the name the token's path and the URL make,
 //    after the chain's policies, exactly as a TLS session's does.
 // 4. One `web.audit` line per change; refusals at most ten lines a second.
@@ -23,6 +24,7 @@ import { admitHttp } from '../net/http.js';
 import type { MeteredStream } from '../net/metered.js';
 import { acceptTls } from '../net/tls-accept.js';
 import { err, ok, type PetrelError, type Result } from '../resources/errors.js';
+import { FAILURE_DEFAULTS, FailureTable } from '../resources/failures.js';
 import { type Name, printName, printPath } from '../resources/name.js';
 import { loadTrustAnchor, type TrustAnchor } from '../tls/chain.js';
 import { describeError } from '../tls/errors.js';
@@ -140,6 +142,8 @@ class Web implements WebServer {
   readonly #streams = new Set<Duplex>();
   /** The TCP socket under each TLS socket handed to node:http (admission reads it). */
   readonly #tcpOf = new WeakMap<Socket, Socket>();
+  /** Failed authentications per address: past the limit, refused before any signature check. */
+  readonly #failures = new FailureTable();
   #sequence = 0n;
   #refusedAt = 0;
   #refusedInSecond = 0;
@@ -266,8 +270,20 @@ class Web implements WebServer {
     if (route.kind === 'none') {
       return this.#drain(request, response, apiError(route.status, route.code, route.message, EXIT.usage));
     }
+    const now = Date.now();
+    const wait = this.#failures.refusedFor(remote ?? 'unknown', now);
+    if (wait > 0) {
+      const limits = FAILURE_DEFAULTS;
+      const message = `${limits.max} failed authentications from ${remote} within ${limits.windowMs / 1000} s: try again in ${Math.ceil(wait / 1000)} s`;
+      this.#refusal({ remote, code: 'E_WEB_TOO_MANY_FAILURES', reason: message });
+      return this.#drain(request, response, apiError(429, 'E_WEB_TOO_MANY_FAILURES', message, EXIT.auth), {
+        'retry-after': String(Math.ceil(wait / 1000)),
+      });
+    }
     const token = await this.#authenticate(request);
     if (!token.ok) {
+      // petreld's own trouble (an unreadable deny-list) is no failure of the peer's.
+      if (token.error.code !== 'E_TOKEN_DENY_LIST') this.#failures.failed(remote ?? 'unknown', now);
       this.#refusal({ remote, code: token.error.code, reason: token.error.message });
       return this.#drain(request, response, apiError(401, token.error.code, token.error.message, EXIT.auth), {
         'www-authenticate': 'Bearer realm="petreld", error="invalid_token"',

@@ -6,7 +6,7 @@
 // they do not take: refused with their codes, nothing changed.
 
 import { createHash } from 'node:crypto';
-import { readFile } from 'node:fs/promises';
+import { readdir, readFile } from 'node:fs/promises';
 import { request } from 'node:https';
 import { connect } from 'node:net';
 import path from 'node:path';
@@ -19,7 +19,7 @@ import { encodeToken, parseToken } from '../../src/tls/token.js';
 import { x509 } from '../../src/tls/x509.js';
 import type { Command } from '../../src/wire/types.js';
 import { canaryImage } from '../engine/guest.js';
-import { canaryConfig } from '../engine/harness.js';
+import { canaryConfig, until } from '../engine/harness.js';
 import { name as parseName } from '../tls/helpers.js';
 import { type Petreld, startPetreld } from '../tls/petreld.js';
 import { checkResponse } from './openapi.js';
@@ -70,6 +70,7 @@ function call(
   token: string | null,
   template: string | null,
   body?: string | Buffer,
+  localAddress?: string,
 ): Promise<Reply> {
   return new Promise((resolve, reject) => {
     const headers: Record<string, string> = token === null ? {} : { authorization: `Bearer ${token}` };
@@ -86,6 +87,7 @@ function call(
         headers,
         ca: cacert,
         agent: false,
+        ...(localAddress === undefined ? {} : { localAddress }),
       },
       (res) => {
         const chunks: Buffer[] = [];
@@ -484,5 +486,50 @@ describe('the web API over HTTPS', () => {
       status: 200,
       lines: 0,
     });
+  });
+
+  it('a client that goes away in the middle of an image creates nothing and leaves nothing behind', async () => {
+    const images = path.join(petreld.stateDir, 'images');
+    const before = (await readdir(images)).sort();
+    const image = Buffer.concat([await readFile(canaryImage), Buffer.alloc(4 * 1024 * 1024)]);
+    const aborted = await new Promise<string>((resolve) => {
+      const req = request({
+        host: '127.0.0.1',
+        port: petreld.webPort as number,
+        method: 'PUT',
+        path: `${U}/half`,
+        headers: {
+          authorization: `Bearer ${tokens.alice}`,
+          'content-type': 'application/octet-stream',
+          'content-length': String(image.length),
+        },
+        ca: cacert,
+        agent: false,
+      });
+      req.on('error', (e) => resolve(e.message));
+      req.on('response', () => resolve('answered'));
+      req.write(image.subarray(0, image.length / 2), () => setTimeout(() => req.destroy(), 200));
+    });
+    expect(aborted).not.toBe('answered');
+    await until(() => petreld.logs.some((l) => l.event === 'web.audit' && l.unikernel === 'alice:half'));
+    const line = petreld.logs.find((l) => l.event === 'web.audit' && l.unikernel === 'alice:half');
+    expect(line).toMatchObject({ action: 'create' });
+    expect(line?.status).not.toBe(201);
+    expect(running()).not.toContain('alice:half');
+    expect((await call('GET', `${U}/half`, tokens.alice as string, ONE)).status).toBe(404);
+    expect((await readdir(images)).sort()).toEqual(before);
+  });
+
+  it('an address that keeps failing is refused before any check, others are not', async () => {
+    // From 127.0.0.2 (loopback), so the other tests' address keeps its count.
+    for (let i = 0; i < 30; i++) {
+      const bad = await call('GET', NODE, `ptk1.guess${i}`, NODE, undefined, '127.0.0.2');
+      expect(error(bad).code).toBe('E_TOKEN_MALFORMED');
+    }
+    const blocked = await call('GET', NODE, tokens.alice as string, NODE, undefined, '127.0.0.2');
+    expect(blocked.status).toBe(429);
+    expect(error(blocked)).toMatchObject({ code: 'E_WEB_TOO_MANY_FAILURES', exit: 119 });
+    expect(Number(blocked.headers['retry-after'])).toBeGreaterThan(0);
+    expect((await call('GET', NODE, tokens.alice as string, NODE)).status).toBe(200);
   });
 });
