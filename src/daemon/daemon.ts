@@ -456,6 +456,7 @@ async function openWeb(
     host: config.webListen.host,
     port: config.webListen.port,
     maxFrameBytes: config.maxFrameBytes,
+    maxConnectionsPerIdentity: config.maxConnectionsPerIdentity,
     admission: admissionSettings(config),
     logger: log,
     openService,

@@ -35,6 +35,7 @@ import {
   ADMISSION_DEFAULTS,
   type AdmissionSettings,
   admissionLimits,
+  SESSION_DEFAULTS,
   SMALL_HANDSHAKE,
   type SocketPaths,
   TLS_DEFAULTS,
@@ -73,6 +74,8 @@ export interface WebServerOptions {
   readonly host?: string;
   /** 0 picks a free port. */
   readonly port: number;
+  /** Requests of one delegation's path at once (consoles included). Default 64. */
+  readonly maxConnectionsPerIdentity?: number;
   /** The largest frame to or from petreld. Default 64 MiB. */
   readonly maxFrameBytes?: number;
   readonly admission?: Partial<AdmissionSettings>;
@@ -144,6 +147,8 @@ class Web implements WebServer {
   readonly #tcpOf = new WeakMap<Socket, Socket>();
   /** Failed authentications per address: past the limit, refused before any signature check. */
   readonly #failures = new FailureTable();
+  /** Requests open per identity path (`alice:`). */
+  readonly #open = new Map<string, number>();
   #sequence = 0n;
   #refusedAt = 0;
   #refusedInSecond = 0;
@@ -289,6 +294,21 @@ class Web implements WebServer {
         'www-authenticate': 'Bearer realm="petreld", error="invalid_token"',
       });
     }
+    // As the TLS endpoint bounds one identity's sessions, so its requests here (a console is one).
+    const who = `${printPath(token.value.path)}:`;
+    const open = this.#open.get(who) ?? 0;
+    const most = this.#options.maxConnectionsPerIdentity ?? SESSION_DEFAULTS.maxConnectionsPerIdentity;
+    if (open >= most) {
+      const message = `${who} has ${open} requests open, the limit is ${most} (maxConnectionsPerIdentity)`;
+      this.#refusal({ remote, code: 'E_WEB_TOO_MANY_REQUESTS', reason: message });
+      return this.#drain(request, response, apiError(429, 'E_WEB_TOO_MANY_REQUESTS', message, EXIT.refused));
+    }
+    this.#open.set(who, open + 1);
+    response.once('close', () => {
+      const left = (this.#open.get(who) ?? 1) - 1;
+      if (left > 0) this.#open.set(who, left);
+      else this.#open.delete(who);
+    });
     // No request of this API but create takes a body; one sent anyway is refused, unread.
     if (route.action !== 'create' && hasBody(request)) {
       const reply = apiError(

@@ -166,7 +166,7 @@ beforeAll(async () => {
       bob: ['--vms', '1', '--mem', '32'],
       carol: ['--vms', '1', '--mem', '32', '--cpus', '0'],
     },
-    {},
+    { maxConnectionsPerIdentity: '3' },
     { web: true },
   );
   cacert = await readFile(path.join(petreld.ca, 'cacert.pem'));
@@ -531,5 +531,25 @@ describe('the web API over HTTPS', () => {
     expect(error(blocked)).toMatchObject({ code: 'E_WEB_TOO_MANY_FAILURES', exit: 119 });
     expect(Number(blocked.headers['retry-after'])).toBeGreaterThan(0);
     expect((await call('GET', NODE, tokens.alice as string, NODE)).status).toBe(200);
+  });
+
+  it("one delegation's requests at once are bounded as its TLS sessions are; others are not", async () => {
+    const carol = tokens.carol as string;
+    const follows = [1, 2, 3].map(() => sse(carol, `${U}/c1/console`, 800));
+    await new Promise((r) => setTimeout(r, 300));
+    const fourth = await call('GET', NODE, carol, NODE);
+    expect(fourth.status).toBe(429);
+    expect(error(fourth)).toMatchObject({ code: 'E_WEB_TOO_MANY_REQUESTS', exit: 117 });
+    expect(error(fourth).message).toBe(
+      'carol: has 3 requests open, the limit is 3 (maxConnectionsPerIdentity)',
+    );
+    expect((await call('GET', NODE, tokens.alice as string, NODE)).status).toBe(200);
+    expect((await Promise.all(follows)).map((f) => f.status)).toEqual([200, 200, 200]);
+    // Once they have closed (petreld hears of it a moment later), carol is served again.
+    let status = 0;
+    for (const deadline = Date.now() + 5000; status !== 200 && Date.now() < deadline; ) {
+      status = (await call('GET', NODE, carol, NODE)).status;
+    }
+    expect(status).toBe(200);
   });
 });
