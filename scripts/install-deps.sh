@@ -3,8 +3,8 @@
 # missing: a C and C++ toolchain (g++ for native/sslctx, built on node's C++ headers) and Linux
 # headers for native/, iproute2 and taskset for the host side, binutils (the canary build checks
 # it has no SSE), openssl (TLS preflight tests), time (boot benchmark), systemd for
-# systemd-analyze (the package test verifies the units; systemd need not run, and dpkg-deb,
-# strip and objcopy are already here). PostgreSQL, for the fleet tests only, is installed by .ci/run.
+# systemd-analyze and lintian (the package test verifies the units and lints the package;
+# systemd need not run, and dpkg-deb, strip and objcopy are already here). PostgreSQL, for the fleet tests only, is installed by .ci/run.
 set -euo pipefail
 need=()
 command -v gcc >/dev/null || need+=(gcc)
@@ -19,6 +19,8 @@ command -v openssl >/dev/null || need+=(openssl)
 [ -x /usr/bin/time ] || need+=(time)
 # The package test (test/package): systemd-analyze verifies the units (systemd need not run).
 command -v systemd-analyze >/dev/null || need+=(systemd)
+# … and lintian checks the package (Debian's own, with its perl modules).
+command -v lintian >/dev/null || need+=(lintian)
 if [ "${#need[@]}" -gt 0 ]; then
   if [ "$(id -u)" -ne 0 ]; then
     echo "install as root: apt-get install ${need[*]}" >&2

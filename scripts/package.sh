@@ -27,6 +27,15 @@ if ! [[ $version =~ ^[0-9][A-Za-z0-9.+~-]*$ ]]; then
   exit 2
 fi
 
+# Who the package says made it: DEBFULLNAME and DEBEMAIL as Debian's tools take them, else the
+# author of the checked-out commit.
+if [ -n "${DEBEMAIL:-}" ]; then
+  maintainer="${DEBFULLNAME:-Petrel maintainers} <$DEBEMAIL>"
+else
+  maintainer=$(git log -1 --format='%an <%ae>' 2>/dev/null || true)
+fi
+[ -n "$maintainer" ] || maintainer="Petrel maintainers <root@$(hostname --fqdn)>"
+
 work=$(mktemp -d "${TMPDIR:-/tmp}/petrel-package-XXXXXX")
 trap 'rm -rf "$work"' EXIT
 root=$work/root
@@ -62,7 +71,9 @@ node -e '
     license: p.license, engines: p.engines, bin: p.bin, dependencies: p.dependencies };
   require("fs").writeFileSync(process.argv[1], JSON.stringify(kept, null, 2) + "\n");
 ' "$lib/package.json" "$version"
-rm -f "$lib/package-lock.json" "$lib/node_modules/.package-lock.json"
+rm -f "$lib/package-lock.json"
+# What the packages' authors left for their own tools (.npmignore, .eslintrc, .github, .bin, …).
+find "$lib/node_modules" -mindepth 1 -name '.*' -prune -exec rm -rf {} +
 
 debug=$out/petrel_${version}_${arch}.debug
 rm -rf "$debug" && mkdir -p "$debug"
@@ -79,7 +90,7 @@ for f in "${images[@]}"; do install -m 0644 "$native/$f" "$lib/native/build/$f";
 
 ln -s ../lib/petrel/dist/src/cli/petrel.cjs "$root/usr/bin/petrel"
 ln -s ../lib/petrel/dist/src/cli/petreld.js "$root/usr/sbin/petreld"
-chmod 0755 "$lib/dist/src/cli/petrel.cjs" "$lib/dist/src/cli/petreld.js"
+chmod 0755 "$lib/dist/src/cli/petrel.cjs" "$lib/dist/src/cli/petrel.js" "$lib/dist/src/cli/petreld.js"
 install -m 0644 contrib/package/petreld.service contrib/package/petrel-tls.service "$root/lib/systemd/system/"
 # The conffile is contrib/petreld.toml with TLS off: there is no CA before `petrel ca init`.
 sed -e 's/^\(tls\(Listen\|Ca\|Cert\|Key\) = \)/# \1/' \
@@ -87,12 +98,13 @@ sed -e 's/^\(tls\(Listen\|Ca\|Cert\|Key\) = \)/# \1/' \
 grep -q '^# tlsListen = ' "$root/etc/petrel/petreld.toml" || { echo "package: TLS not turned off in petreld.toml" >&2; exit 1; }
 chmod 0644 "$root/etc/petrel/petreld.toml"
 install -m 0644 contrib/package/copyright "$root/usr/share/doc/petrel/copyright"
+install -D -m 0644 contrib/package/lintian-overrides "$root/usr/share/lintian/overrides/petrel"
 {
   echo "petrel ($version) unstable; urgency=medium"
   echo
   echo "  * Built from $(git rev-parse --short HEAD 2>/dev/null || echo 'a source tree') by npm run package."
   echo
-  echo " -- Petrel maintainers <petrel@localhost>  $(date -R -u -d "@${SOURCE_DATE_EPOCH:-$(git log -1 --format=%ct 2>/dev/null || date +%s)}")"
+  echo " -- $maintainer  $(date -R -u -d "@${SOURCE_DATE_EPOCH:-$(git log -1 --format=%ct 2>/dev/null || date +%s)}")"
 } | gzip -9n >"$root/usr/share/doc/petrel/changelog.Debian.gz"
 chmod 0644 "$root/usr/share/doc/petrel/changelog.Debian.gz"
 
@@ -105,15 +117,16 @@ cat >"$root/DEBIAN/control" <<CONTROL
 Package: petrel
 Version: $version
 Architecture: $arch
-Maintainer: Petrel maintainers <petrel@localhost>
+Maintainer: $maintainer
 Installed-Size: $size
 Depends: nodejs (>= 20.10~), nodejs (<< 21~), libc6, passwd
 Section: admin
 Priority: optional
 Description: solo5 unikernel daemon, managed over mutual TLS (Albatross-compatible)
- petreld runs solo5 unikernels (hvt on KVM, spt) on this host under systemd and lets
- remote clients manage them over mutual TLS, speaking the Albatross wire protocol.
- Upgrading the package restarts petreld only: every unikernel keeps running.
+ petreld runs solo5 unikernels (hvt on KVM, spt) on this host under systemd
+ and lets remote clients manage them over mutual TLS, speaking the Albatross
+ wire protocol. Upgrading the package restarts petreld only: every unikernel
+ keeps running.
 CONTROL
 
 mkdir -p "$out"

@@ -126,6 +126,24 @@ describe.skipIf(!enabled)('the Debian package', () => {
         expect(contents).toContain(file);
       }
       expect(must('dpkg-deb', ['-I', deb1, 'conffiles']).trim()).toBe('/etc/petrel/petreld.toml');
+      // lintian: no error; the overrides (commented in the package) only for the canary images
+      // and the static petrel-jail. --show-overrides makes lintian exit 2 whatever it finds, so
+      // its lines are what counts.
+      const lint = run('lintian', ['--show-overrides', deb1]);
+      const lines = lint.out
+        .split('\n')
+        .filter((l) => l !== '' && !l.startsWith('running with root privileges'));
+      expect(
+        lines.filter((l) => !/^[EWINOP]: petrel: |^N:/u.test(l)),
+        'lintian failed to run',
+      ).toEqual([]);
+      expect(lines.filter((l) => l.startsWith('E: '))).toEqual([]);
+      const overridden = lines.filter((l) => l.startsWith('O: '));
+      expect(overridden.length).toBeGreaterThan(0);
+      for (const l of overridden)
+        expect(l).toMatch(
+          /\[usr\/lib\/petrel\/native\/build\/(canary[\w-]*\.(hvt|spt)|sse\.hvt|petrel-jail)\]$/u,
+        );
 
       // --- install: our configuration kept, petreld started, its canary booted -----------------
       // First with a configuration whose preflight fails: the installation still succeeds, and
