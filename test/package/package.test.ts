@@ -130,6 +130,8 @@ describe.skipIf(!enabled)('the Debian package', () => {
       // and the static petrel-jail. --show-overrides makes lintian exit 2 whatever it finds, so
       // its lines are what counts.
       const lint = run('lintian', ['--show-overrides', deb1]);
+      if (lint.status === null)
+        throw new Error('lintian is not installed (scripts/install-deps.sh installs it)');
       const lines = lint.out
         .split('\n')
         .filter((l) => l !== '' && !l.startsWith('running with root privileges'));
