@@ -447,12 +447,14 @@ async function openWeb(
   const { createWebServer } = await import('../web/server.js');
   const { socketPaths } = await import('../tls/settings.js');
   const { DENY_LIST_FILE } = await import('../tls/token.js');
+  const { USAGE_FILE } = await import('../web/usage.js');
   return createWebServer({
     ca,
     cert,
     key,
     sockets: socketPaths(config.runDir),
     denyList: path.join(config.stateDir, DENY_LIST_FILE),
+    usage: path.join(config.stateDir, USAGE_FILE),
     host: config.webListen.host,
     port: config.webListen.port,
     maxFrameBytes: config.maxFrameBytes,

@@ -60,6 +60,7 @@ import {
 import { RequestChannel } from './channel.js';
 import { createCommand } from './create.js';
 import { DenyList } from './deny-list.js';
+import { TokenUsage } from './usage.js';
 
 export interface WebServerOptions {
   /** The CA (PEM or DER) tokens must lead to: the TLS endpoint's `tlsCa`. */
@@ -70,6 +71,8 @@ export interface WebServerOptions {
   readonly sockets: SocketPaths;
   /** `<stateDir>/web-deny-list`. */
   readonly denyList: string;
+  /** `<stateDir>/web-token-usage.json`; none: counts are kept in memory only. */
+  readonly usage?: string;
   /** Default `::`. */
   readonly host?: string;
   /** 0 picks a free port. */
@@ -142,6 +145,7 @@ class Web implements WebServer {
   readonly #tcp: Server;
   readonly #http;
   readonly #deny: DenyList;
+  readonly #usage: TokenUsage;
   readonly #streams = new Set<Duplex>();
   /** The TCP socket under each TLS socket handed to node:http (admission reads it). */
   readonly #tcpOf = new WeakMap<Socket, Socket>();
@@ -161,6 +165,7 @@ class Web implements WebServer {
     const settings: AdmissionSettings = { ...ADMISSION_DEFAULTS, ...options.admission };
     this.#gate = new Gate('web', admissionLimits(settings, WEB_PENDING_BYTES), this.#log);
     this.#deny = new DenyList(options.denyList, this.#log);
+    this.#usage = new TokenUsage(options.usage ?? null, this.#log);
     this.#http = createHttpServer(
       { maxHeaderSize: 16 * 1024, headersTimeout: 10_000, requestTimeout: 0, keepAliveTimeout: 5_000 },
       (request, response) => {
@@ -176,7 +181,12 @@ class Web implements WebServer {
     this.#tcp = createServer((raw) => this.#accept(raw));
   }
 
-  listen(): Promise<AddressInfo> {
+  async listen(): Promise<AddressInfo> {
+    await this.#usage.load();
+    return this.#listen();
+  }
+
+  #listen(): Promise<AddressInfo> {
     const host = this.#options.host ?? TLS_DEFAULTS.host;
     return new Promise((resolve, reject) => {
       this.#tcp.once('error', reject);
@@ -192,13 +202,14 @@ class Web implements WebServer {
     });
   }
 
-  close(): Promise<void> {
+  async close(): Promise<void> {
     this.#gate.close();
-    return new Promise((resolve) => {
+    await new Promise<void>((resolve) => {
       this.#tcp.close(() => resolve());
       this.#http.close();
       for (const stream of this.#streams) stream.destroy();
     });
+    await this.#usage.flush();
   }
 
   counts(): GateCounts {
@@ -294,6 +305,7 @@ class Web implements WebServer {
         'www-authenticate': 'Bearer realm="petreld", error="invalid_token"',
       });
     }
+    this.#usage.used(token.value, new Date(now));
     // As the TLS endpoint bounds one identity's sessions, so its requests here (a console is one).
     const who = `${printPath(token.value.path)}:`;
     const open = this.#open.get(who) ?? 0;

@@ -6,6 +6,7 @@
 // they do not take: refused with their codes, nothing changed.
 
 import { createHash } from 'node:crypto';
+import { existsSync } from 'node:fs';
 import { readdir, readFile } from 'node:fs/promises';
 import { request } from 'node:https';
 import { connect } from 'node:net';
@@ -17,6 +18,7 @@ import { importPrivateKey } from '../../src/tls/keys.js';
 import { issue } from '../../src/tls/pki.js';
 import { encodeToken, parseToken } from '../../src/tls/token.js';
 import { x509 } from '../../src/tls/x509.js';
+import { parseUsage } from '../../src/web/usage-file.js';
 import type { Command } from '../../src/wire/types.js';
 import { canaryImage } from '../engine/guest.js';
 import { canaryConfig, until } from '../engine/harness.js';
@@ -219,6 +221,11 @@ describe('the web API over HTTPS', () => {
       { path: 'carol', relative: '', unikernels: 1, memory: 32, cpuids: [0], block: null, bridges: [] },
     ]);
     expect(carol.json).toMatchObject({ usage: { unikernels: 0, memory: 0 } });
+    // petreld wrote the first use of a token at once (the next at most a minute later).
+    const file = path.join(petreld.stateDir, 'web-token-usage.json');
+    await until(() => existsSync(file));
+    const seen = [...parseUsage(await readFile(file, 'utf8')).values()];
+    expect(seen[0]).toMatchObject({ name: 'ci', delegation: 'alice' });
   });
 
   it("alice's token neither sees nor touches bob's unikernels, nor bob's hers", async () => {

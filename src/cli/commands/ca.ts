@@ -43,6 +43,7 @@ import {
   TOKEN_PREFIX,
 } from '../../tls/token.js';
 import { x509 } from '../../tls/x509.js';
+import { parseUsage, USAGE_FILE } from '../../web/usage-file.js';
 import { type CliCommand, type CliIo, EXIT } from '../command.js';
 
 const USAGE = `usage:
@@ -53,6 +54,7 @@ const USAGE = `usage:
   petrel ca sign CSR [--dir DIR] [--issuer-cert FILE --issuer-key FILE] [--days N] [--out FILE]
   petrel ca web-cert NAME|ADDRESS... [--dir DIR] [--key-type TYPE] [--days N]
   petrel ca token --cert FILE --key FILE --name NAME [--expires WHEN] [--out FILE]
+  petrel ca token --list [--state-dir DIR] [--json]
   petrel ca revoke TOKEN|FILE|ID [--state-dir DIR]
 
 init      a self-signed CA (DIR/cacert.pem, DIR/ca.key; CN --name, default "ca", --days 3650)
@@ -80,7 +82,9 @@ token     a bearer token for petreld's web API (webListen), made offline from a 
           --expires a duration (30d, 12h, 90m) or an ISO date, default 30d, not beyond the
           delegation's own expiry. The token is written to --out (0600) or standard output;
           its id goes to standard error. Anyone holding it acts as the delegation: keep it
-          secret, as the key.
+          secret, as the key. --list prints the tokens petreld's web API has seen (from
+          DIR/web-token-usage.json, --state-dir, written at most once a minute): id, name,
+          delegation, uses, last use, expiry, and whether revoked or expired.
 revoke    adds a token (its text, or a file holding it), a delegation certificate (a PEM file:
           every token made from it) or an id to petreld's deny-list, DIR/web-deny-list
           (--state-dir, petreld's stateDir, default /var/lib/petrel). petreld honours it on the
@@ -119,6 +123,8 @@ const OPTIONS = {
   key: { type: 'string' },
   expires: { type: 'string', default: '30d' },
   'state-dir': { type: 'string', default: '/var/lib/petrel' },
+  list: { type: 'boolean' },
+  json: { type: 'boolean' },
   help: { type: 'boolean', short: 'h' },
 } as const;
 
@@ -178,7 +184,7 @@ function dispatch(
       return webCert([target, ...extra], values, io);
     case 'token':
       if (target !== undefined) throw new Usage(`unexpected argument '${target}'`);
-      return token(values, io);
+      return values.list === true ? listTokens(values, io) : token(values, io);
     case 'revoke':
       if (target === undefined) throw new Usage('revoke needs a token, a file or an id');
       return revoke(target, values, io);
@@ -359,6 +365,55 @@ async function token(values: Values, io: CliIo): Promise<Result<void, PetrelErro
 }
 
 const derOf = (cert: x509.X509Certificate): Uint8Array => new Uint8Array(cert.rawData);
+
+/** The tokens petreld has seen, with their use and whether they are revoked or expired. */
+async function listTokens(values: Values, io: CliIo): Promise<Result<void, PetrelError>> {
+  const dir = values['state-dir'];
+  const text = async (file: string): Promise<Result<string, PetrelError>> => {
+    try {
+      return ok(await readFile(join(dir, file), 'utf8'));
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code === 'ENOENT') return ok('');
+      return err('E_PKI_FILE', `cannot read ${join(dir, file)}: ${describeError(e)}`);
+    }
+  };
+  const usage = await text(USAGE_FILE);
+  if (!usage.ok) return usage;
+  const denied = await text(DENY_LIST_FILE);
+  if (!denied.ok) return denied;
+  const revoked = parseDenyList(denied.value).ids;
+  const now = Date.now();
+  const rows = [...parseUsage(usage.value)]
+    .map(([id, t]) => ({
+      id,
+      ...t,
+      state: revoked.has(id) ? 'revoked' : Date.parse(t.expires) <= now ? 'expired' : 'valid',
+    }))
+    .sort((a, b) => (a.lastUsed < b.lastUsed ? 1 : a.lastUsed > b.lastUsed ? -1 : 0));
+  if (values.json === true) {
+    io.stdout(`${JSON.stringify(rows, null, 2)}\n`);
+    return ok(undefined);
+  }
+  if (rows.length === 0) {
+    io.stdout(`no token has been used (${join(dir, USAGE_FILE)})\n`);
+    return ok(undefined);
+  }
+  const table = [
+    ['ID', 'NAME', 'DELEGATION', 'USES', 'LAST USED', 'EXPIRES', 'STATE'],
+    ...rows.map((r) => [r.id, r.name, `${r.delegation}:`, String(r.uses), r.lastUsed, r.expires, r.state]),
+  ];
+  const widths = (table[0] as string[]).map((_, i) =>
+    Math.max(...table.map((row) => (row[i] as string).length)),
+  );
+  for (const row of table)
+    io.stdout(
+      `${row
+        .map((cell, i) => cell.padEnd(widths[i] as number))
+        .join('  ')
+        .trimEnd()}\n`,
+    );
+  return ok(undefined);
+}
 
 /** `30d`, `12h`, `90m` from now, or an ISO date. */
 function expiry(text: string, now: Date): Date {
