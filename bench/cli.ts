@@ -8,7 +8,8 @@
 // Target (issue 15): `petrel info` ≤ 1.3 × `node -e 0`.
 //
 // petreld runs as its own process with no runtime (nothing to boot: info lists no unikernel),
-// in a network namespace of its own. Run: npm run bench -- cli (BENCH_CLI_RUNS, default 40).
+// in a network namespace of its own. Run: npm run bench -- cli (BENCH_CLI_RUNS, default 40;
+// BENCH_CLI_PETREL=/usr/bin/petrel measures the installed package's client, issue 25).
 
 import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
@@ -23,7 +24,8 @@ import { loadAverage } from './support/load.js';
 const RUNS = Number(process.env.BENCH_CLI_RUNS ?? 40);
 const WARM_UP = 3;
 const bin = JSON.parse(readFileSync(path.join(repo, 'package.json'), 'utf8')).bin.petrel as string;
-const petrel = path.join(repo, bin);
+/** BENCH_CLI_PETREL: another `petrel`, e.g. /usr/bin/petrel of the installed Debian package. */
+const petrel = process.env.BENCH_CLI_PETREL ?? path.join(repo, bin);
 const shim = path.join(repo, 'dist', 'src', 'cli', 'petrel.js');
 /** Clock ticks per second of /proc's CPU times (USER_HZ, 100 on Linux). */
 const TICKS = 100;
@@ -97,7 +99,7 @@ const daemon = await launchDaemon(
 );
 try {
   const node = [process.execPath, '-e', '0'];
-  console.log(`petrel (${bin}) vs node -e 0: ${RUNS} alternating pairs after ${WARM_UP}`);
+  console.log(`petrel (${path.relative(repo, petrel)}) vs node -e 0: ${RUNS} alternating pairs after ${WARM_UP}`);
   report(
     'petrel info',
     alternate([process.execPath, petrel, 'info', '--run-dir', runDir], node),
