@@ -65,6 +65,7 @@ export function requiredChecks(config: PetrelConfig): ReadonlySet<string> {
   for (const bridge of config.bridges) required.add(`bridges.${bridge}`);
   if (config.bridges.length > 0) required.add('tun').add('netAdmin');
   if (config.tlsListen !== null) required.add('tls');
+  if (config.webListen !== null) required.add('web');
   if (config.jail) required.add('jail').add('jail.ids');
   return required;
 }
@@ -217,23 +218,67 @@ async function checkTls(config: PetrelConfig, now: Date): Promise<Outcome & { wa
       .map(keyPath);
     return failed(`${missing.join(', ')} not configured`, 'set --tls-ca, --tls-cert and --tls-key');
   }
-  const hint = 'check the files given as --tls-ca, --tls-cert and --tls-key';
+  return checkCertificate(
+    { ca: tlsCa, cert: tlsCert, key: tlsKey },
+    'check the files given as --tls-ca, --tls-cert and --tls-key',
+    now,
+  );
+}
+
+/** The web API's certificate (`webCert`, `webKey`): as the TLS endpoint's, and one a browser takes. */
+async function checkWeb(config: PetrelConfig, now: Date): Promise<Outcome & { warning?: string }> {
+  const { tlsCa, webCert, webKey } = config;
+  if (tlsCa === null || webCert === null || webKey === null) {
+    const missing = (['tlsCa', 'webCert', 'webKey'] as const)
+      .filter((key) => config[key] === null)
+      .map(keyPath);
+    return failed(`${missing.join(', ')} not configured`, 'set --tls-ca, --web-cert and --web-key');
+  }
+  return checkCertificate(
+    { ca: tlsCa, cert: webCert, key: webKey },
+    'petrel ca web-cert NAME|ADDRESS... makes one browsers take',
+    now,
+    (cert) => {
+      // Browsers ignore the CN, and Chromium refuses an Ed25519 server certificate.
+      if (cert.subjectAltName === undefined)
+        return `certificate ${webCert} has no subjectAltName, which browsers require`;
+      const type = cert.publicKey.asymmetricKeyType;
+      if (type !== 'ec' && type !== 'rsa')
+        return `certificate ${webCert} has an ${type} key, which browsers refuse`;
+      return null;
+    },
+  );
+}
+
+/** A certificate and key signed by the CA, valid now; `more` adds a check of its own. */
+async function checkCertificate(
+  files: { readonly ca: string; readonly cert: string; readonly key: string },
+  hint: string,
+  now: Date,
+  more: (cert: X509Certificate) => string | null = () => null,
+): Promise<Outcome & { warning?: string }> {
   try {
-    const ca = parseCert(await readPem(tlsCa, 'CA'), tlsCa, 'CA');
-    const cert = parseCert(await readPem(tlsCert, 'certificate'), tlsCert, 'certificate');
-    const keyPem = await readPem(tlsKey, 'key');
+    const ca = parseCert(await readPem(files.ca, 'CA'), files.ca, 'CA');
+    const cert = parseCert(await readPem(files.cert, 'certificate'), files.cert, 'certificate');
+    const keyPem = await readPem(files.key, 'key');
     let key: ReturnType<typeof createPrivateKey>;
     try {
       key = createPrivateKey(keyPem);
     } catch {
-      throw new Error(`key ${tlsKey} is not a private key`);
+      throw new Error(`key ${files.key} is not a private key`);
     }
-    if (!ca.ca) throw new Error(`CA ${tlsCa} is not a CA certificate (basicConstraints CA:FALSE or missing)`);
-    if (!cert.checkPrivateKey(key)) throw new Error(`key ${tlsKey} does not match certificate ${tlsCert}`);
-    if (!cert.verify(ca.publicKey)) throw new Error(`certificate ${tlsCert} is not signed by CA ${tlsCa}`);
-    const warnings = [validity(ca, tlsCa, 'CA', now), validity(cert, tlsCert, 'certificate', now)].filter(
-      (w): w is string => w !== null,
-    );
+    if (!ca.ca)
+      throw new Error(`CA ${files.ca} is not a CA certificate (basicConstraints CA:FALSE or missing)`);
+    if (!cert.checkPrivateKey(key))
+      throw new Error(`key ${files.key} does not match certificate ${files.cert}`);
+    if (!cert.verify(ca.publicKey))
+      throw new Error(`certificate ${files.cert} is not signed by CA ${files.ca}`);
+    const refused = more(cert);
+    if (refused !== null) throw new Error(refused);
+    const warnings = [
+      validity(ca, files.ca, 'CA', now),
+      validity(cert, files.cert, 'certificate', now),
+    ].filter((w): w is string => w !== null);
     const detail = `certificate ${cert.subject.replace(/\n/gu, ', ')} signed by the CA, key matches, valid until ${cert.validTo}`;
     return warnings.length > 0 ? { ...passed(detail), warning: warnings.join('; ') } : passed(detail);
   } catch (error) {
@@ -375,6 +420,7 @@ export async function preflight(
   results.push(result('runFree', await checkRunFree(config), false));
   results.push(check('sockets', checkSockets(config.runDir)));
   results.push(await tlsCheck(config, required.has('tls'), options.now ?? new Date()));
+  results.push(await webCheck(config, required.has('web'), options.now ?? new Date()));
   results.push(...(await jailChecks(config, required)));
   return results;
 }
@@ -561,6 +607,17 @@ async function tlsCheck(config: PetrelConfig, fatal: boolean, now: Date): Promis
     return result('tls', failed(outcome.warning, 'renew the certificate'), fatal, true);
   }
   return result('tls', outcome, fatal);
+}
+
+async function webCheck(config: PetrelConfig, fatal: boolean, now: Date): Promise<CheckResult> {
+  if (config.webListen === null && config.webCert === null && config.webKey === null) {
+    return result('web', passed('not configured (no --web-listen)'), fatal);
+  }
+  const outcome = await checkWeb(config, now);
+  if (outcome.ok && outcome.warning !== undefined) {
+    return result('web', failed(outcome.warning, 'renew the certificate (petrel ca web-cert)'), fatal, true);
+  }
+  return result('web', outcome, fatal);
 }
 
 /** Each fatal failure as `<name>: <detail> (<fix>)`, e.g. `kvm: /dev/kvm cannot be opened: … (is the kvm module loaded? …)`. */

@@ -533,3 +533,43 @@ describe.skipIf(!hasOpenssl)('tls', () => {
     expect(result?.detail).toMatch(/^certificate .*short\.pem expires on /u);
   });
 });
+
+describe('web', () => {
+  /** `petrel ca ARGS...` in the test's directory. */
+  const ca = async (...args: string[]): Promise<void> => {
+    const { caCommand } = await import('../../src/cli/commands/ca.js');
+    const io = {
+      stdout: () => {},
+      stderr: () => {},
+      readFile: async () => new Uint8Array(),
+      writeFile: async () => {},
+    };
+    expect(await caCommand.run([...args, '--dir', path.join(dir, 'pki')], io)).toBe(0);
+  };
+  const web = (cert: string, key: string): PetrelConfig =>
+    config({
+      webListen: '127.0.0.1:0',
+      tlsCa: path.join(dir, 'pki', 'cacert.pem'),
+      webCert: path.join(dir, 'pki', cert),
+      webKey: path.join(dir, 'pki', key),
+    });
+  const webResult = async (cfg: PetrelConfig) => byName(await preflight(cfg, await probe(cfg)), 'web');
+
+  it('passes with petrel ca web-cert; refuses, fatally, a certificate browsers refuse', async () => {
+    await ca('init');
+    await ca('web-cert', 'localhost', '127.0.0.1');
+    expect(requiredChecks(web('web.pem', 'web.key')).has('web')).toBe(true);
+    expect(await webResult(web('web.pem', 'web.key'))).toMatchObject({ status: 'PASS', fatal: true });
+    // The TLS endpoint's certificate: Ed25519 and no subjectAltName.
+    const endpoint = await webResult(web('server.pem', 'server.key'));
+    expect(endpoint).toMatchObject({ status: 'FAIL', fatal: true });
+    expect(endpoint?.detail).toContain('no subjectAltName');
+    expect(endpoint?.fix).toContain('petrel ca web-cert');
+    expect((await webResult(web('web.pem', 'server.key')))?.detail).toContain('does not match');
+    expect(await webResult(config())).toMatchObject({
+      status: 'PASS',
+      fatal: false,
+      detail: 'not configured (no --web-listen)',
+    });
+  });
+});
