@@ -241,3 +241,58 @@ export async function nodeInfo(caller: Caller, ask: Ask): Promise<ApiResponse> {
     },
   };
 }
+
+/** GET /api/v1/blocks: the block devices at or below the caller's path, sorted by name. */
+export async function listBlocks(path: Path, ask: Ask): Promise<ApiResponse> {
+  const answer = await ask(pathName(path), { type: 'block-info' });
+  if (answer.kind !== 'reply' || answer.reply.type !== 'block-devices')
+    return answered(answer, 'block-devices');
+  // A listing's names are relative to the path asked about, as the unikernels'.
+  const items = answer.reply.entries
+    .filter((b) => b.name.label !== null)
+    .map((b) => ({
+      name: [...b.name.path, b.name.label].join(':'),
+      fullName: printName({ path: [...path, ...b.name.path], label: b.name.label } as Name),
+      size: b.size,
+      inUse: b.active,
+    }))
+    .sort((a, b) => compare(a.name, b.name));
+  return { status: 200, body: { items } };
+}
+
+/** PUT /api/v1/blocks/{name}?size=MIB: a zero-filled block device (petrel block add NAME MIB). */
+export async function addBlock(
+  path: Path,
+  text: string,
+  query: URLSearchParams,
+  ask: Ask,
+): Promise<ApiResponse> {
+  const name = nameUnder(path, text);
+  if (!name.ok) return name.error;
+  for (const key of query.keys()) {
+    if (key !== 'size')
+      return apiError(
+        400,
+        'E_WEB_QUERY',
+        `unknown parameter ${JSON.stringify(key)} (a block device takes size)`,
+        EXIT.usage,
+      );
+  }
+  const sizeText = query.get('size');
+  const size = sizeText !== null && /^\d{1,7}$/.test(sizeText) ? Number(sizeText) : Number.NaN;
+  if (!(size >= 1)) {
+    return apiError(
+      400,
+      'E_WEB_QUERY',
+      `size must be a whole number of MiB, at least 1 (got ${JSON.stringify(sizeText)})`,
+      EXIT.usage,
+    );
+  }
+  const answer = await ask(name.value, { type: 'block-add', size });
+  if (answer.kind !== 'reply' || answer.reply.type !== 'string') return answered(answer, 'string');
+  return { status: 201, body: { name: text, reply: answer.reply.text } };
+}
+
+/** DELETE /api/v1/blocks/{name} */
+export const removeBlock = (path: Path, text: string, ask: Ask): Promise<ApiResponse> =>
+  change(path, text, { type: 'block-remove' }, ask);

@@ -47,14 +47,17 @@ import type { Command, ConsoleSelect } from '../wire/types.js';
 import {
   type Answer,
   type ApiResponse,
+  addBlock,
   answered,
   apiError,
   destroyUnikernel,
   EXIT,
   getUnikernel,
+  listBlocks,
   listUnikernels,
   nameUnder,
   nodeInfo,
+  removeBlock,
   restartUnikernel,
 } from './api.js';
 import { RequestChannel } from './channel.js';
@@ -322,7 +325,7 @@ class Web implements WebServer {
       else this.#open.delete(who);
     });
     // No request of this API but create takes a body; one sent anyway is refused, unread.
-    if (route.action !== 'create' && hasBody(request)) {
+    if (!BODIES.has(route.action) && hasBody(request)) {
       const reply = apiError(
         400,
         'E_WEB_BODY',
@@ -363,6 +366,20 @@ class Web implements WebServer {
         break;
       case 'console':
         return this.#console(token.value, route.name, url.searchParams, response, remote ?? '');
+      case 'blocks':
+        reply = await listBlocks(path, ask);
+        break;
+      case 'block-add':
+        reply = await addBlock(path, route.name, url.searchParams, ask);
+        break;
+      case 'block-remove':
+        reply = await removeBlock(path, route.name, ask);
+        break;
+      case 'block-set':
+        reply = await this.#blockSet(path, route.name, request, ask);
+        break;
+      case 'block-dump':
+        return this.#blockDump(token.value, route.name, response, remote ?? '');
     }
     if (CHANGES.has(route.action)) this.#audit(token.value, route.action, route.name, reply);
     // A reply before the whole body was read (refused, too large): the connection goes after it.
@@ -482,6 +499,77 @@ class Web implements WebServer {
     }
   }
 
+  /** PUT /api/v1/blocks/{name}/data: the body becomes the device's content, streamed as it comes. */
+  async #blockSet(
+    path: VerifiedToken['path'],
+    text: string,
+    request: IncomingMessage,
+    ask: (name: Name, command: Command, body?: IncomingMessage) => Promise<Answer>,
+  ): Promise<ApiResponse> {
+    const name = nameUnder(path, text);
+    if (!name.ok) return name.error;
+    if (!hasBody(request))
+      return apiError(400, 'E_WEB_BODY', 'the data is the request body, and there is none', EXIT.usage);
+    // petreld refuses data larger than the device ("data exceeds block size") as it arrives.
+    const answer = await ask(name.value, { type: 'block-set', compressed: false }, request);
+    if (answer.kind === 'reply' && answer.reply.type === 'string')
+      return { status: 200, body: { name: text, reply: answer.reply.text } };
+    return answered(answer, 'string');
+  }
+
+  /** GET /api/v1/blocks/{name}/data: the device's content, relayed as petreld reads it, never held whole. */
+  async #blockDump(
+    token: VerifiedToken,
+    text: string,
+    response: ServerResponse,
+    remote: string,
+  ): Promise<void> {
+    const name = nameUnder(token.path, text);
+    if (!name.ok) return this.#send(response, name.error);
+    const closed = new Promise<void>((resolve) => response.once('close', resolve));
+    let opened = false;
+    const client = new RequestChannel(null, closed, async (payload) => {
+      if (response.destroyed || response.writableEnded) return false;
+      const decoded = decodeWire(payload);
+      if (!decoded.ok) return false;
+      const p = decoded.value.payload;
+      if (!opened) {
+        if (p.kind !== 'reply' || p.reply.type !== 'block-device-image') {
+          this.#send(
+            response,
+            answered(p.kind === 'failure' ? { kind: 'failure', message: p.message } : BROKEN, 'a block dump'),
+          );
+          return false;
+        }
+        opened = true;
+        // Compressed by petreld: zlib, which is HTTP's `deflate`; clients inflate it.
+        const encoding: Record<string, string> = p.reply.compressed ? { 'content-encoding': 'deflate' } : {};
+        response.writeHead(200, {
+          ...SECURITY_HEADERS,
+          'content-type': 'application/octet-stream',
+          ...encoding,
+        });
+        return true;
+      }
+      if (p.kind === 'data' && p.data.type === 'block') {
+        if (p.data.data === null) {
+          response.end();
+          return false;
+        }
+        if (!response.write(p.data.data))
+          await Promise.race([new Promise((r) => response.once('drain', r)), closed]);
+        return !response.destroyed;
+      }
+      // A failure once the data has begun: the response is cut, so a partial dump is never taken for a whole one.
+      response.destroy();
+      return false;
+    });
+    await proxy(this.#proxyRequest(token, name.value, { type: 'block-dump', level: 0 }, client, remote));
+    if (!response.headersSent)
+      this.#send(response, apiError(502, 'E_CLIENT_PROTOCOL', 'no reply from petreld', EXIT.protocol));
+    else if (!response.writableEnded) response.destroy();
+  }
+
   /** A refusal sent before the body was read: the connection closes after it (the body is unread). */
   #drain(
     request: IncomingMessage,
@@ -594,7 +682,9 @@ class Web implements WebServer {
         tokenId: token.id,
         delegation: printPath(token.path),
         action,
-        ...(name?.ok === true ? { unikernel: printName(name.value) } : {}),
+        ...(name?.ok === true
+          ? { [action.startsWith('block') ? 'block' : 'unikernel']: printName(name.value) }
+          : {}),
         status: reply.status,
         ...(error === undefined
           ? { reply: (reply.body as { reply?: Json }).reply ?? null }
@@ -605,8 +695,29 @@ class Web implements WebServer {
   }
 }
 
-type Action = 'node' | 'list' | 'get' | 'create' | 'destroy' | 'restart' | 'console';
-const CHANGES: ReadonlySet<Action> = new Set(['create', 'destroy', 'restart']);
+type Action =
+  | 'node'
+  | 'list'
+  | 'get'
+  | 'create'
+  | 'destroy'
+  | 'restart'
+  | 'console'
+  | 'blocks'
+  | 'block-add'
+  | 'block-remove'
+  | 'block-set'
+  | 'block-dump';
+const CHANGES: ReadonlySet<Action> = new Set([
+  'create',
+  'destroy',
+  'restart',
+  'block-add',
+  'block-remove',
+  'block-set',
+]);
+/** The requests that take a body: the image of a create, the data of a block device. */
+const BODIES: ReadonlySet<Action> = new Set(['create', 'block-set']);
 
 type Route =
   | { readonly kind: 'route'; readonly action: Action; readonly name: string }
@@ -640,6 +751,13 @@ export function matchRoute(method: string, pathname: string): Route {
     );
   };
   if (parts.length === 1 && parts[0] === 'node') return allowed({ GET: 'node' });
+  if (parts[0] === 'blocks') {
+    if (parts.length === 1) return allowed({ GET: 'blocks' });
+    if (parts.length === 2 && name !== '') return allowed({ PUT: 'block-add', DELETE: 'block-remove' });
+    if (parts.length === 3 && parts[2] === 'data' && name !== '')
+      return allowed({ GET: 'block-dump', PUT: 'block-set' });
+    return none(404, 'E_WEB_NOT_FOUND', `no such resource ${pathname}`);
+  }
   if (parts[0] !== 'unikernels') return none(404, 'E_WEB_NOT_FOUND', `no such resource ${pathname}`);
   if (parts.length === 1) return allowed({ GET: 'list' });
   if (parts.length === 2 && name !== '') return allowed({ GET: 'get', PUT: 'create', DELETE: 'destroy' });
