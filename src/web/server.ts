@@ -43,7 +43,7 @@ import {
 import { type VerifiedToken, verifyToken } from '../tls/token.js';
 import { decodeWire } from '../wire/index.js';
 import type { Json } from '../wire/json.js';
-import type { Command, ConsoleSelect } from '../wire/types.js';
+import type { Command, ConsoleSelect, Payload, StatsData } from '../wire/types.js';
 import {
   type Answer,
   type ApiResponse,
@@ -366,6 +366,8 @@ class Web implements WebServer {
         break;
       case 'console':
         return this.#console(token.value, route.name, url.searchParams, response, remote ?? '');
+      case 'stats':
+        return this.#stats(token.value, route.name, url.searchParams, response, remote ?? '');
       case 'blocks':
         reply = await listBlocks(path, ask);
         break;
@@ -423,9 +425,8 @@ class Web implements WebServer {
 
   /**
    * GET /api/v1/unikernels/{name}/console?count=N|since=TIME: Server-Sent Events, the history
-   * first, then lines as the unikernel prints them, until the client goes away (which ends the
-   * subscription on petreld's side, as a TLS subscriber's close does) or petreld ends it.
-   * Each line is `event: line` with `data: {"timestamp", "line"}`; the end, `event: end`.
+   * first, then lines as the unikernel prints them. Each line is `event: line` with
+   * `data: {"timestamp", "line"}`.
    */
   async #console(
     token: VerifiedToken,
@@ -434,13 +435,64 @@ class Web implements WebServer {
     response: ServerResponse,
     remote: string,
   ): Promise<void> {
-    const name = nameUnder(token.path, text);
-    if (!name.ok) return this.#send(response, name.error);
     const select = consoleSelect(query);
     if (!select.ok) return this.#send(response, select.error);
+    const command: Command = { type: 'console-subscribe', release: '2.1', select: select.value };
+    return this.#events(token, text, command, response, remote, (data) =>
+      data.type === 'console'
+        ? ['line', { timestamp: data.timestamp.toISOString(), line: Buffer.from(data.line).toString('utf8') }]
+        : null,
+    );
+  }
+
+  /**
+   * GET /api/v1/unikernels/{name}/stats: Server-Sent Events, one `event: stats` each time petreld
+   * samples the unikernel (statsInterval), with CPU time, memory and each network's counters.
+   */
+  #stats(
+    token: VerifiedToken,
+    text: string,
+    query: URLSearchParams,
+    response: ServerResponse,
+    remote: string,
+  ): Promise<void> {
+    for (const key of query.keys()) {
+      return Promise.resolve(
+        this.#send(
+          response,
+          apiError(
+            400,
+            'E_WEB_QUERY',
+            `unknown parameter ${JSON.stringify(key)} (stats takes none)`,
+            EXIT.usage,
+          ),
+        ),
+      );
+    }
+    return this.#events(token, text, { type: 'stats-subscribe' }, response, remote, (data) =>
+      data.type === 'statistics' ? ['stats', statsJson(data.stats)] : null,
+    );
+  }
+
+  /**
+   * A subscription as Server-Sent Events: petreld's reply opens the stream (a Failure is an
+   * error response), each data frame `event` turns into an event, and the stream lasts until
+   * the client goes away (which ends the subscription on petreld's side, as a TLS subscriber's
+   * close does) or petreld ends it (`event: end`, with its message).
+   */
+  async #events(
+    token: VerifiedToken,
+    text: string,
+    command: Command,
+    response: ServerResponse,
+    remote: string,
+    event: (data: Extract<Payload, { kind: 'data' }>['data']) => [string, Json] | null,
+  ): Promise<void> {
+    const name = nameUnder(token.path, text);
+    if (!name.ok) return this.#send(response, name.error);
     const closed = new Promise<void>((resolve) => response.once('close', resolve));
     let opened = false;
-    const event = (kind: string, data: Json): boolean =>
+    const send = (kind: string, data: Json): boolean =>
       response.write(`event: ${kind}\ndata: ${JSON.stringify(data)}\n\n`);
     const client = new RequestChannel(null, closed, async (payload) => {
       if (response.destroyed || response.writableEnded) return false;
@@ -467,34 +519,26 @@ class Web implements WebServer {
         response.write(': subscribed\n\n');
         return true;
       }
-      if (p.kind === 'data' && p.data.type === 'console') {
-        const line = Buffer.from(p.data.line).toString('utf8');
-        if (!event('line', { timestamp: p.data.timestamp.toISOString(), line })) {
+      if (p.kind === 'data') {
+        const made = event(p.data);
+        if (made !== null && !send(made[0], made[1])) {
           // A slow reader: wait for it (petreld's queue for this subscriber bounds what waits).
           await Promise.race([new Promise((r) => response.once('drain', r)), closed]);
         }
         return !response.destroyed;
       }
       if (p.kind === 'failure') {
-        event('end', { message: p.message });
+        send('end', { message: p.message });
         response.end();
         return false;
       }
       return true;
     });
-    await proxy(
-      this.#proxyRequest(
-        token,
-        name.value,
-        { type: 'console-subscribe', release: '2.1', select: select.value },
-        client,
-        remote,
-      ),
-    );
+    await proxy(this.#proxyRequest(token, name.value, command, client, remote));
     if (!response.headersSent)
       this.#send(response, apiError(502, 'E_CLIENT_PROTOCOL', 'no reply from petreld', EXIT.protocol));
     else if (!response.writableEnded) {
-      event('end', { message: 'the subscription ended' });
+      send('end', { message: 'the subscription ended' });
       response.end();
     }
   }
@@ -696,6 +740,7 @@ class Web implements WebServer {
 }
 
 type Action =
+  | 'stats'
   | 'node'
   | 'list'
   | 'get'
@@ -763,6 +808,7 @@ export function matchRoute(method: string, pathname: string): Route {
   if (parts.length === 2 && name !== '') return allowed({ GET: 'get', PUT: 'create', DELETE: 'destroy' });
   if (parts.length === 3 && parts[2] === 'restart' && name !== '') return allowed({ POST: 'restart' });
   if (parts.length === 3 && parts[2] === 'console' && name !== '') return allowed({ GET: 'console' });
+  if (parts.length === 3 && parts[2] === 'stats' && name !== '') return allowed({ GET: 'stats' });
   return none(404, 'E_WEB_NOT_FOUND', `no such resource ${pathname}`);
 }
 
@@ -796,6 +842,27 @@ function consoleSelect(query: URLSearchParams): Result<ConsoleSelect, ApiRespons
   if (!(n >= 0 && n <= 1024))
     return bad(`count must be a whole number from 0 to 1024, not ${JSON.stringify(count)}`);
   return ok({ kind: 'count', count: n });
+}
+
+/** A statistics sample as the API shows it: seconds, bytes and counts as numbers. */
+function statsJson(stats: StatsData): Json {
+  const seconds = (t: { seconds: bigint; microseconds: number }) => Number(t.seconds) + t.microseconds / 1e6;
+  return {
+    cpuUser: seconds(stats.rusage.utime),
+    cpuSystem: seconds(stats.rusage.stime),
+    // As Albatross sends them: the virtual size in bytes, the resident size in pages.
+    memory:
+      stats.kinfoMem === null
+        ? null
+        : { virtualBytes: Number(stats.kinfoMem.vsize), residentPages: Number(stats.kinfoMem.rss) },
+    networks: stats.ifdata.map((n) => ({
+      netif: n.bridge,
+      inputBytes: Number(n.inputBytes),
+      outputBytes: Number(n.outputBytes),
+      inputPackets: Number(n.inputPackets),
+      outputPackets: Number(n.outputPackets),
+    })),
+  };
 }
 
 function tooLarge(length: number | null, limit: number): ApiResponse {

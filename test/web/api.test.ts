@@ -168,7 +168,7 @@ beforeAll(async () => {
       bob: ['--vms', '1', '--mem', '32'],
       carol: ['--vms', '1', '--mem', '32', '--cpus', '0'],
     },
-    { maxConnectionsPerIdentity: '3' },
+    { maxConnectionsPerIdentity: '3', statsInterval: '200ms' },
     { web: true },
   );
   cacert = await readFile(path.join(petreld.ca, 'cacert.pem'));
@@ -624,5 +624,47 @@ describe('the web API over HTTPS', () => {
         .slice(before)
         .map((l) => [l.action, l.block, l.status]),
     ).toEqual([['block-remove', 'alice:disk', 200]]);
+  });
+
+  it('follows a unikernel’s resource usage as Server-Sent Events, each sample checked against the document', async () => {
+    const events = await new Promise<unknown[]>((resolve, reject) => {
+      const seen: unknown[] = [];
+      const req = request(
+        {
+          host: '127.0.0.1',
+          port: petreld.webPort as number,
+          path: `${U}/vm1/stats`,
+          headers: { authorization: `Bearer ${tokens.alice}` },
+          ca: cacert,
+          agent: false,
+        },
+        (res) => {
+          expect(res.statusCode).toBe(200);
+          let text = '';
+          res.on('data', (c: Buffer) => {
+            text += c.toString('utf8');
+            for (const m of text.matchAll(/event: stats\ndata: (.*)\n\n/g))
+              seen.push(JSON.parse(m[1] as string));
+            text = text.slice(text.lastIndexOf('\n\n') + 2);
+            if (seen.length >= 2) {
+              req.destroy();
+              resolve(seen);
+            }
+          });
+        },
+      );
+      req.on('error', (e) => (seen.length >= 2 ? undefined : reject(e)));
+      req.end();
+    });
+    for (const sample of events) checkResponse('GET', '/api/v1/unikernels/{name}/stats', 200, sample);
+    expect(events[0]).toMatchObject({ networks: [] });
+    expect((events[0] as { memory: { residentPages: number } }).memory.residentPages).toBeGreaterThan(0);
+    const bad = await call(
+      'GET',
+      `${U}/vm1/stats?every=1s`,
+      tokens.alice as string,
+      '/api/v1/unikernels/{name}/stats',
+    );
+    expect(error(bad).code).toBe('E_WEB_QUERY');
   });
 });
