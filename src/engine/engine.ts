@@ -35,11 +35,21 @@ import {
   type UnikernelRecord,
 } from '../wire/petrel-state.js';
 import { createConfig, infoReply, restartArguments } from '../wire/shapes.js';
-import type { Command, CreateCommand, Data, InfoRelease, Reply, UnikernelConfig } from '../wire/types.js';
+import type {
+  Command,
+  CreateCommand,
+  Data,
+  InfoRelease,
+  Named,
+  Reply,
+  UnikernelConfig,
+  UnikernelExit,
+} from '../wire/types.js';
 import { type Adoptable, planAdoption } from './adopt.js';
 import { committedState, withImported } from './albatross.js';
 import { BlockCommands } from './blocks.js';
 import { publishCommand, publishRestart, publishStep } from './events.js';
+import { DroppedExits, type ExitRecord, exitEntry, seenFrom } from './exits.js';
 import { imageReply } from './get.js';
 import type { EngineHost } from './host.js';
 import { ImageUsers } from './image-users.js';
@@ -53,6 +63,7 @@ import {
   NO_HISTORY,
   type RestartHistory,
   type RestartOptions,
+  restartsWithin,
 } from './restart.js';
 import { StateBook } from './state-book.js';
 
@@ -111,6 +122,7 @@ export const reply = (r: Reply): EngineResponse => ({ kind: 'reply', reply: r })
 
 const READ_ONLY: ReadonlySet<Command['type']> = new Set([
   'unikernel-info',
+  'unikernel-exits',
   'unikernel-get',
   'policy-info',
   'block-info',
@@ -169,6 +181,8 @@ interface PendingRestart {
   readonly config: KeptConfig;
   readonly image: ImageRef;
   readonly timer: NodeJS.Timeout;
+  /** When the timer fires (ms). */
+  readonly restartAt: number;
   readonly history: RestartHistory;
 }
 
@@ -198,6 +212,8 @@ export class Engine {
   readonly #onTreeChange: ((tree: T.Tree) => void) | undefined;
   readonly #running = new Map<string, Supervised>();
   readonly #pending = new Map<string, PendingRestart>();
+  /** The last exit of recently dropped unikernels (unikernel-exits, Petrel (l)). */
+  readonly #dropped = new DroppedExits();
   #persisting = true;
   #shuttingDown = false;
 
@@ -338,6 +354,8 @@ export class Engine {
     switch (command.type) {
       case 'unikernel-info':
         return this.#info(name, command.release);
+      case 'unikernel-exits':
+        return this.#exits(name);
       case 'unikernel-restart':
         return this.#restartCommand(name, restartArguments(command));
       case 'unikernel-destroy':
@@ -378,6 +396,42 @@ export class Engine {
             run === undefined ? [] : [{ name, info: unikernelInfo(run.vm, this.#tree) }],
           );
     return reply(infoReply(release, entries));
+  }
+
+  /**
+   * unikernel-exits (Petrel (l)): the last exit of each unikernel at or below the name that has
+   * one: running again after a restart on failure, waiting for its restart, or dropped (kept
+   * for the last KEPT_DROPS names dropped). Sorted by name.
+   */
+  #exits(name: Name): EngineResponse {
+    const now = this.#now();
+    const found: { key: string; entry: Named<UnikernelExit> }[] = [];
+    const add = (
+      full: VmName,
+      record: ExitRecord | undefined,
+      restarts: number,
+      outcome: UnikernelExit['outcome'],
+    ) => {
+      const seen = record === undefined ? null : seenFrom(name, full);
+      if (seen !== null && record !== undefined)
+        found.push({ key: vmKey(full), entry: exitEntry(seen, record, restarts, outcome) });
+    };
+    for (const run of this.#running.values()) {
+      if (run.vm.transient) continue;
+      const { history } = run;
+      add(run.vm.name, history.lastExit, restartsWithin(history, now, this.#restart), { kind: 'restarted' });
+    }
+    for (const pending of this.#pending.values()) {
+      const { history } = pending;
+      add(pending.name, history.lastExit, restartsWithin(history, now, this.#restart), {
+        kind: 'restarting',
+        restartAt: new Date(pending.restartAt),
+      });
+    }
+    for (const dropped of this.#dropped.values())
+      add(dropped.name, dropped.record, dropped.restarts, { kind: 'dropped', reason: dropped.reason });
+    found.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+    return reply({ type: 'unikernel-exits', entries: found.map((f) => f.entry) });
   }
 
   /**
@@ -568,6 +622,8 @@ export class Engine {
     const before = this.#tree;
     this.#tree = admitted.value;
     const supervised = this.#supervise(launched.value.vm);
+    // A new unikernel of a dropped one's name: the old one's exit is no longer its story.
+    if (!transient) this.#dropped.forget(vmKey(name));
     publishStep(vmKey(name), 'committed');
     if (persist && !transient) {
       const saved = await this.#commit([name]);
@@ -607,7 +663,9 @@ export class Engine {
     const supervised = new Supervised(vm, history);
     this.#running.set(vmKey(vm.name), supervised);
     void vm.tender.shutdown.then((exit) => {
-      if (vm.state === 'running') void this.#serial(() => this.#exited(supervised, exit));
+      // The time of the exit, not of its turn in the queue.
+      const at = this.#now();
+      if (vm.state === 'running') void this.#serial(() => this.#exited(supervised, exit, at));
     });
     return supervised;
   }
@@ -635,7 +693,7 @@ export class Engine {
   }
 
   /** A tender exited on its own: release it, then restart it or let it go (§5.7, Petrel (d)). */
-  async #exited(supervised: Supervised, exit: TenderExit): Promise<void> {
+  async #exited(supervised: Supervised, exit: TenderExit, at: number): Promise<void> {
     const { vm } = supervised;
     if (vm.state !== 'running') return;
     vm.state = 'stopping';
@@ -648,6 +706,7 @@ export class Engine {
       exit: describeExit(exit),
       ...(limit === null ? {} : { limit }),
     };
+    const record: ExitRecord = { exit: fields.exit, limit, at };
     if (this.#shuttingDown || vm.transient) {
       this.#log.info(fields, 'unikernel exited');
       vm.tender.forget();
@@ -658,9 +717,10 @@ export class Engine {
       // from the state, as the next start would, under a new holder.
       this.#log.warn(fields, 'the holder ended and its tender with it; starting the unikernel again');
       const again = await this.#start(vm.name, vm.config, this.#again(vm.image), false, false);
-      if (again.ok) again.value.history = supervised.history;
+      if (again.ok) again.value.history = { ...supervised.history, lastExit: record };
       else {
         this.#log.warn({ ...fields, reason: again.error.message }, 'restore failed; unikernel dropped');
+        this.#drop(vm.name, record, supervised.history, `restore failed: ${again.error.message}`);
         await this.#commitLogged([vm.name]);
       }
       return;
@@ -669,6 +729,7 @@ export class Engine {
       ranForMs: this.#now() - vm.tender.startedAt.getTime(),
       history: supervised.history,
       fields,
+      record,
     });
     vm.tender.forget();
   }
@@ -681,10 +742,12 @@ export class Engine {
       ranForMs: number;
       history: RestartHistory;
       fields: Record<string, unknown>;
+      /** The exit as unikernel-exits reports it. */
+      record: ExitRecord;
       elapsedMs?: number;
     },
   ): Promise<void> {
-    const { fields } = context;
+    const { fields, record } = context;
     const decision = decideRestart({
       exit,
       failBehaviour: config.failBehaviour,
@@ -697,13 +760,16 @@ export class Engine {
     switch (decision.kind) {
       case 'drop':
         this.#log.info({ ...fields, reason: decision.reason }, 'unikernel exited');
+        this.#drop(name, record, context.history, decision.reason);
         await this.#commitLogged([name]);
         return;
       case 'retry-without-name': {
         this.#log.info(fields, 'unikernel exited 64 with --name; starting it again without --name');
         const again = await this.#start(name, { ...config, addName: false }, this.#again(image), false);
-        if (!again.ok) {
+        if (again.ok) again.value.history = { ...again.value.history, lastExit: record };
+        else {
           this.#log.warn({ ...fields, reason: again.error.message }, 'start without --name failed');
+          this.#drop(name, record, context.history, `start without --name failed: ${again.error.message}`);
           await this.#commitLogged([name]);
         }
         return;
@@ -720,7 +786,14 @@ export class Engine {
         timer.unref();
         // The image stays in the store while the restart waits.
         this.#users.hold(image.digest);
-        this.#pending.set(key, { name, config, image, timer, history: decision.history });
+        this.#pending.set(key, {
+          name,
+          config,
+          image,
+          timer,
+          restartAt: this.#now() + delayMs,
+          history: { ...decision.history, lastExit: record },
+        });
         return;
       }
     }
@@ -738,7 +811,16 @@ export class Engine {
       return;
     }
     this.#log.warn({ name: key, reason: started.error.message }, 'restart failed; unikernel dropped');
+    const { lastExit } = pending.history;
+    if (lastExit !== undefined)
+      this.#drop(pending.name, lastExit, pending.history, `restart failed: ${started.error.message}`);
     await this.#commitLogged([pending.name]);
+  }
+
+  /** Remembers the last exit of a unikernel that is not restarted (unikernel-exits, Petrel (l)). */
+  #drop(name: VmName, record: ExitRecord, history: RestartHistory, reason: string): void {
+    const restarts = restartsWithin(history, this.#now(), this.#restart);
+    this.#dropped.add({ name, record, reason, restarts });
   }
 
   #cancelPending(key: string): boolean {
@@ -1082,17 +1164,23 @@ export class Engine {
   }
 
   /** A committed unikernel whose tender exited while no petreld was attached (Petrel (k)). */
-  async #exitedWhileAway({ name, config, image, held }: Adoptable): Promise<void> {
+  async #exitedWhileAway({ name, config, image, held, meta }: Adoptable): Promise<void> {
     const exit: TenderExit = {
       code: held.exit?.code ?? null,
       signal: (held.exit?.signal ?? null) as NodeJS.Signals | null,
       sentSignal: null,
     };
     const exitedAt = held.exitedAt?.getTime() ?? this.#now();
+    // Its jail's limits are read as for an exit seen live (the cgroups are still there).
+    const limit =
+      meta.jail === undefined
+        ? null
+        : await this.#host.jailLimitHit({ id: meta.jail, prefix: [], limits: null, blocks: [] }, exit);
     const fields = {
       name: printName(name),
       tenderPid: held.pid,
       exit: describeExit(exit),
+      ...(limit === null ? {} : { limit }),
       exitedAt: held.exitedAt,
     };
     this.#log.info(fields, 'unikernel exited while petreld was away');
@@ -1100,6 +1188,7 @@ export class Engine {
       ranForMs: exitedAt - held.startedAt.getTime(),
       history: NO_HISTORY,
       fields,
+      record: { exit: fields.exit, limit, at: exitedAt },
       elapsedMs: this.#now() - exitedAt,
     });
   }

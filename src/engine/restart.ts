@@ -2,6 +2,7 @@
 // what delay, and when a crash loop is cut off. Pure: the engine supplies the clock and history.
 
 import type { FailBehaviour } from '../wire/types.js';
+import type { ExitRecord } from './exits.js';
 
 export interface RestartOptions {
   /** Delay before the first of a run of consecutive restarts (ms). Default 1 s. */
@@ -37,7 +38,13 @@ export interface RestartHistory {
   readonly consecutive: number;
   /** Times (ms) of the restarts inside the rate window. */
   readonly recent: readonly number[];
+  /** The exit that ended the run before this one (unikernel-exits, Petrel (l)); absent: none. */
+  readonly lastExit?: ExitRecord;
 }
+
+/** Restarts on failure inside the rate window at `now`. */
+export const restartsWithin = (history: RestartHistory, now: number, options: RestartOptions): number =>
+  history.recent.filter((t) => now - t < options.windowMs).length;
 
 export const NO_HISTORY: RestartHistory = Object.freeze({ consecutive: 0, recent: Object.freeze([]) });
 

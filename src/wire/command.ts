@@ -19,6 +19,7 @@ import {
 } from './config.js';
 import { ctx, type Der, enc, type Reader, TAG, unknownTag } from './der.js';
 import { fault } from './errors.js';
+import { EXITS_TAG } from './exits.js';
 import type {
   BlockCommand,
   Command,
@@ -144,6 +145,9 @@ function readUnikernel(r: Reader): UnikernelCommand {
         return { type: 'unikernel-restart', form: 'legacy' };
       case 14:
         return readRestart(inner);
+      case EXITS_TAG:
+        inner.null();
+        return { type: 'unikernel-exits' };
       default:
         return unknownTag('unikernel command', ctx(n), r.lastStart);
     }
@@ -244,6 +248,8 @@ export function encCommand(c: Command): Der {
       return tagged(3, 3, NULL);
     case 'unikernel-info':
       return tagged(3, infoTag(c.release), NULL);
+    case 'unikernel-exits':
+      return tagged(3, EXITS_TAG, NULL);
     case 'unikernel-create': {
       const base: number | undefined = CREATE_TAG[c.release];
       if (base === undefined) return unencodable(c);

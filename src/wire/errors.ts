@@ -23,6 +23,8 @@ export type WireErrorCode =
   /** An int64 OCTET STRING that is not exactly 8 bytes. */
   | 'E_WIRE_INT64'
   | 'E_WIRE_MAC'
+  /** A unikernel-exits entry (Petrel (l)) that describes no exit. */
+  | 'E_WIRE_EXIT'
   | 'E_WIRE_TIME'
   /** A UTF8String that is not valid UTF-8 (Petrel never repairs strings, so it refuses them). */
   | 'E_WIRE_UTF8'

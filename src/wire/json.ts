@@ -8,7 +8,7 @@ import type { Name } from './types.js';
 export type Json = null | boolean | number | string | readonly Json[] | { readonly [key: string]: Json };
 
 const BYTE_FIELDS = new Set(['image', 'digest', 'data']);
-const TIME_FIELDS = new Set(['started', 'since', 'timestamp']);
+const TIME_FIELDS = new Set(['started', 'since', 'timestamp', 'at', 'restartAt']);
 const strictUtf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 
 const toHex = (bytes: Uint8Array): string =>

@@ -6,6 +6,7 @@ import { encCommand, readCommand } from './command.js';
 import { encPolicy, readPolicy } from './config.js';
 import { ctx, type Der, enc, headBytes, Reader, TAG, toBytes, unknownTag } from './der.js';
 import { fault, guard, type WireResult } from './errors.js';
+import { EXITS_TAG, encExitEntry, readExitEntry } from './exits.js';
 import {
   encInfo,
   encInfoV2,
@@ -270,6 +271,8 @@ function readReply(r: Reader): Reply {
         return { type: 'block-device-image', compressed: inner.boolean('compressed') };
       case 12:
         return { type: 'consoles', names: inner.listOf(readName) };
+      case EXITS_TAG:
+        return { type: 'unikernel-exits', entries: inner.listOf((e) => readExitEntry(e, readName)) };
       default:
         return unknownTag('reply', ctx(n), r.lastStart);
     }
@@ -314,6 +317,11 @@ function encReply(reply: Reply): Der {
       return enc.explicit(10, enc.boolean(reply.compressed));
     case 'consoles':
       return enc.explicit(12, list(reply.names, encName));
+    case 'unikernel-exits':
+      return enc.explicit(
+        EXITS_TAG,
+        list(reply.entries, (e) => encExitEntry(e, encName)),
+      );
   }
   return badReply(reply);
 }

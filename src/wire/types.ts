@@ -237,6 +237,8 @@ export type RestartCommand = { readonly type: 'unikernel-restart' } & (
 export type UnikernelCommand =
   | { readonly type: 'unikernel-destroy' }
   | { readonly type: 'unikernel-info'; readonly release: InfoRelease }
+  /** [30], Petrel only (petrel differences (l)): the last exits at or below the name. */
+  | { readonly type: 'unikernel-exits' }
   | CreateCommand
   /** [11]: compression level 0..9. */
   | { readonly type: 'unikernel-get'; readonly level: number }
@@ -370,6 +372,30 @@ export type InfoReply =
       readonly entries: readonly Named<UnikernelInfo>[];
     };
 
+// --- unikernel exits (Petrel only, differences (l)) ------------------------------------------
+
+/** What became of a unikernel after its last exit. */
+export type ExitOutcome =
+  /** Restarted on failure; it runs again. */
+  | { readonly kind: 'restarted' }
+  /** A restart on failure waits for its back-off until `restartAt`. */
+  | { readonly kind: 'restarting'; readonly restartAt: Date }
+  /** Not restarted, and so gone: why (`signal SIGXFSZ does not restart`, the rate exceeded…). */
+  | { readonly kind: 'dropped'; readonly reason: string };
+
+/** A unikernel's last exit as petreld saw it. */
+export interface UnikernelExit {
+  /** As petreld logs it: `exit 3`, `signal SIGXFSZ`. */
+  readonly exit: string;
+  /** The limit of its jail that ended it (`RLIMIT_FSIZE`, `cgroup memory`…), null if none did. */
+  readonly limit: string | null;
+  /** When it exited. */
+  readonly at: Date;
+  /** Restarts on failure within the rate window (`restartWindow`), as petreld counted them. */
+  readonly restarts: number;
+  readonly outcome: ExitOutcome;
+}
+
 // --- replies and data (§4.9, §4.11, §4.12) --------------------------------------------------
 
 export interface BlockDevice {
@@ -397,7 +423,9 @@ export type Reply =
   | { readonly type: 'block-image-old'; readonly compressed: boolean; readonly image: Uint8Array }
   /** [10]: Data block frames follow. */
   | { readonly type: 'block-device-image'; readonly compressed: boolean }
-  | { readonly type: 'consoles'; readonly names: readonly Name[] };
+  | { readonly type: 'consoles'; readonly names: readonly Name[] }
+  /** [30], Petrel only (differences (l)): names relative to the path asked, as in info. */
+  | { readonly type: 'unikernel-exits'; readonly entries: readonly Named<UnikernelExit>[] };
 
 export type ReplyType = Reply['type'];
 

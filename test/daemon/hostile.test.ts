@@ -3,6 +3,7 @@
 // runs the guest; every one must fail, and another tenant's unikernel must run on unharmed.
 // The second tenant's guest runs under the same program (it execs the real tender at once).
 
+import { execFile } from 'node:child_process';
 import { createSocket, type Socket as UdpSocket } from 'node:dgram';
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import { readdir, symlink } from 'node:fs/promises';
@@ -20,6 +21,7 @@ import {
   canaryImage,
   canaryNetImage,
   kvmUsable,
+  repo,
   sptCanary,
   sptCanaryNet,
 } from '../engine/guest.js';
@@ -28,6 +30,7 @@ import { type Petreld, startPetreld } from '../tls/petreld.js';
 import { commandFrame, type Exchange, open, request, said } from './client.js';
 
 const hostile = path.join(build, 'hostile-tender');
+const cli = path.join(repo, 'dist', 'src', 'cli', 'petrel.cjs');
 
 /** Every attempt the hostile tender reports (its `hostile: NAME:` lines). */
 const ATTEMPTS = [
@@ -245,7 +248,9 @@ async function attack(kind: 'spt' | 'hvt', networked = false): Promise<void> {
 }
 
 describe('a guest beyond a limit of its jail', () => {
-  it('dies alone, and its exit is logged with the limit', { timeout: 120_000 }, async () => {
+  it('dies alone, and its exit is logged and shown by petrel info --json with the limit', {
+    timeout: 120_000,
+  }, async () => {
     petreld = await startPetreld(
       {},
       { runtimes: 'spt', tenderSpt: hostile, jail: 'true', jailAllow: path.join(build, 'petrel-spt') },
@@ -267,6 +272,8 @@ describe('a guest beyond a limit of its jail', () => {
           release: '2.7',
           config: await canaryConfig(blocks ? blkImage : sptCanary, args, {
             memory: 32,
+            // Restart on failure: an exit by a signal still never restarts (semantics §5.7).
+            failBehaviour: { kind: 'restart', exitCodes: [] },
             ...(blocks ? { blocks: [{ device: 'storage', hostDevice: 'disk', sectorSize: null }] } : {}),
           }),
         })
@@ -284,6 +291,35 @@ describe('a guest beyond a limit of its jail', () => {
     );
     const exited = p.logs.find((l) => l.msg === 'unikernel exited' && l.name === 'team:grow');
     expect(exited).toMatchObject({ exit: 'signal SIGXFSZ', limit: 'RLIMIT_FSIZE' });
+    // The real client shows it: gone, why, and the limit (petreld's unikernel-exits).
+    // Asynchronously: petreld runs in this process and must answer meanwhile.
+    const info = (...args: string[]) =>
+      new Promise<string>((resolve, reject) => {
+        execFile(process.execPath, [cli, 'info', ...args, '--run-dir', p.runDir], (error, stdout, stderr) => {
+          if (error !== null) reject(new Error(`petrel info ${args.join(' ')}: ${error.message} ${stderr}`));
+          else if (stderr !== '') reject(new Error(`petrel info ${args.join(' ')} said: ${stderr}`));
+          else resolve(stdout);
+        });
+      });
+    const lastExit = {
+      exit: 'signal SIGXFSZ',
+      limit: 'RLIMIT_FSIZE',
+      at: expect.stringMatching(/^\d{4}-\d\d-\d\dT/u),
+      restarts: 0,
+    };
+    const gone = { name: 'team:grow', state: 'dropped', reason: 'signal SIGXFSZ does not restart', lastExit };
+    const shown = JSON.parse(await info('team:grow', '--json'));
+    expect(shown).toEqual([gone]);
+    const at = Date.parse((shown[0] as typeof gone).lastExit.at);
+    expect(Math.abs(at - Date.now())).toBeLessThan(60_000);
+    const team = JSON.parse(await info('team:', '--json')) as Record<string, unknown>[];
+    expect(team).toEqual([
+      expect.objectContaining({ name: ':other', state: 'running', lastExit: null, memory: 32 }),
+      { ...gone, name: ':grow' },
+    ]);
+    expect(await info('team:')).toMatch(
+      /\nlast exits:\nNAME +STATE +EXIT +LIMIT +EXITED +RESTARTS +THEN\n:grow +dropped +signal SIGXFSZ +RLIMIT_FSIZE +\S+Z +0 +signal SIGXFSZ does not restart\n$/u,
+    );
     // The block file is as large as it was, and root's again; the other guest ticks on.
     expect(statSync(block)).toMatchObject({ size: 1024 * 1024, uid: 0 });
     const ticks = other.lines().length;

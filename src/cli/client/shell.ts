@@ -230,6 +230,22 @@ export class Session {
     return answer.value.reply;
   }
 
+  /**
+   * Sends a command of Petrel's own (differences (l)) that Albatross and older petrelds do not
+   * know: they close the connection unanswered (or refuse the certificate that carries it), so
+   * any failure is "not known here", with its reason, not a stop.
+   */
+  async askExtension(
+    name: Name,
+    command: Command,
+  ): Promise<{ readonly ok: true; readonly reply: Reply } | { readonly ok: false; readonly reason: string }> {
+    const transport = await this.#open();
+    const answer = await transport.request(name, command);
+    if (!answer.ok) return { ok: false, reason: answer.error.message };
+    if (answer.value.kind === 'failure') return { ok: false, reason: answer.value.message };
+    return { ok: true, reply: answer.value.reply };
+  }
+
   /** Opens a stream; a Failure answer stops with exit 1. */
   async subscribe(name: Name, command: Command): Promise<{ reply: Reply; stream: Stream }> {
     const transport = await this.#open();

@@ -1,6 +1,7 @@
-// `petrel info [NAME|PATH]`: the running unikernels at or below a path, or one by name.
+// `petrel info [NAME|PATH]`: the running unikernels at or below a path, or one by name, each
+// with its last exit, and the recently exited ones that no longer run (Petrel (l)).
 
-import { formatUnikernels, unikernelsJson } from '../client/format.js';
+import { EXITS_UNKNOWN, formatInfoView, type InfoView, infoViewJson } from '../client/exits.js';
 import {
   CLIENT_EXIT,
   clientCommand,
@@ -20,6 +21,18 @@ Lists running unikernels: all of them (no argument or ':'), those at or below PA
 names relative to it), or the one named NAME (hello, user:web). Columns: memory, vCPUs@CPU ids,
 networks (netif[:bridge]@mac), block devices (name[:device] size/sector), failure behaviour,
 start time, image SHA-256 (first 12 hex digits) and arguments. --json prints every field.
+
+Last exits (petreld only: Albatross does not keep them): a table after the listing gives each
+unikernel's last exit: the running ones restarted on failure, those waiting for a restart, and
+the last 256 dropped (not restarted, so gone: a limit of its jail ended it, exit 1, a crash
+loop…), with the exit ("exit 3", "signal SIGXFSZ"), the jail limit that ended it
+(RLIMIT_FSIZE, memory cgroup…), when, the restarts on failure within restartWindow, and what
+followed (restart time, or why it was dropped). petreld keeps them in memory: its own restart
+forgets them. --json adds "state" and "lastExit" ({exit, limit, at, restarts} or null) to each
+running entry and lists the others after them as {name, state: "restarting" (with restartAt)
+or "dropped" (with reason), lastExit}, so "petrel info NAME --json" says why NAME is gone.
+Against Albatross or an older petreld the listing is printed as it was, without "state" and
+"lastExit", and stderr says that nothing is known of exits.
 
 ${CONNECTION_HELP}
 examples:
@@ -42,9 +55,21 @@ export const infoCommand = clientCommand('info', USAGE, async (args, io) => {
   );
   if (reply.release !== '2.7')
     throw new Stop(CLIENT_EXIT.PROTOCOL, `petreld answered the ${reply.release} info shape`);
+  // Asked second, so the plain listing never depends on the extension.
+  const exits = await session.askExtension(name, { type: 'unikernel-exits' });
+  if (exits.ok && exits.reply.type !== 'unikernel-exits')
+    throw new Stop(
+      CLIENT_EXIT.PROTOCOL,
+      `petreld answered ${exits.reply.type} where unikernel-exits was expected`,
+    );
+  if (!exits.ok) io.stderr(`petrel info: ${EXITS_UNKNOWN} (${exits.reason})\n`);
+  const view: InfoView = {
+    running: reply.entries,
+    exits: exits.ok && exits.reply.type === 'unikernel-exits' ? exits.reply.entries : null,
+  };
   session.print(
-    () => formatUnikernels(reply.entries),
-    () => unikernelsJson(reply.entries),
+    () => formatInfoView(view),
+    () => infoViewJson(view),
   );
   return 0;
 });
