@@ -1175,7 +1175,7 @@ export class Engine {
     const limit =
       meta.jail === undefined
         ? null
-        : await this.#host.jailLimitHit({ id: meta.jail, prefix: [], limits: null, blocks: [] }, exit);
+        : await this.#host.jailLimitHit({ id: meta.jail, limits: null, blocks: [] }, exit);
     const fields = {
       name: printName(name),
       tenderPid: held.pid,
