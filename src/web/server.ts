@@ -43,7 +43,7 @@ import {
 import { type VerifiedToken, verifyToken } from '../tls/token.js';
 import { decodeWire } from '../wire/index.js';
 import type { Json } from '../wire/json.js';
-import type { Command, ConsoleSelect, Payload, StatsData } from '../wire/types.js';
+import type { Command } from '../wire/types.js';
 import {
   type Answer,
   type ApiResponse,
@@ -63,6 +63,9 @@ import {
 import { RequestChannel } from './channel.js';
 import { createCommand } from './create.js';
 import { DenyList } from './deny-list.js';
+import { hasBody, sendJson, tooLarge } from './respond.js';
+import { type Action, BODIES, CHANGES, matchRoute } from './routes.js';
+import { consoleSelect, type EventOf, relayBlockDump, relayEvents, statsJson } from './streams.js';
 import { TokenUsage } from './usage.js';
 
 export interface WebServerOptions {
@@ -117,15 +120,6 @@ export function createWebServer(options: WebServerOptions): Result<WebServer, Pe
 const pemInput = (input: string | Uint8Array): string | Buffer =>
   typeof input === 'string' ? input : Buffer.from(input);
 
-/** Every response says: no scripts, no frames, no sniffing, no caching, no referrer. */
-const SECURITY_HEADERS = {
-  'content-security-policy': "default-src 'none'; frame-ancestors 'none'",
-  'x-frame-options': 'DENY',
-  'x-content-type-options': 'nosniff',
-  'cache-control': 'no-store',
-  'referrer-policy': 'no-referrer',
-} as const;
-
 /**
  * The most a web connection may read while pending. A browser's handshake fits the small
  * allowance; but a client sends its request right behind its Finished message, and the reads
@@ -175,7 +169,7 @@ class Web implements WebServer {
         this.#request(request, response).catch((e: unknown) => {
           this.#log.error({ event: 'web.internal', reason: describeError(e) }, 'internal error');
           if (!response.headersSent)
-            this.#send(response, apiError(500, 'E_WEB_INTERNAL', 'internal error', EXIT.protocol));
+            sendJson(response, apiError(500, 'E_WEB_INTERNAL', 'internal error', EXIT.protocol));
           else response.destroy();
         });
       },
@@ -269,17 +263,6 @@ class Web implements WebServer {
     }
     if (this.#refusedInSecond++ < REFUSALS_LOGGED)
       this.#log.warn({ event: 'web.refused', ...fields }, 'refused');
-  }
-
-  #send(response: ServerResponse, reply: ApiResponse, extra: Record<string, string> = {}): void {
-    const body = JSON.stringify(reply.body);
-    response.writeHead(reply.status, {
-      ...SECURITY_HEADERS,
-      'content-type': 'application/json; charset=utf-8',
-      'content-length': Buffer.byteLength(body),
-      ...extra,
-    });
-    response.end(body);
   }
 
   async #request(request: IncomingMessage, response: ServerResponse): Promise<void> {
@@ -386,7 +369,7 @@ class Web implements WebServer {
     if (CHANGES.has(route.action)) this.#audit(token.value, route.action, route.name, reply);
     // A reply before the whole body was read (refused, too large): the connection goes after it.
     if (!request.complete) this.#drain(request, response, reply);
-    else this.#send(response, reply);
+    else sendJson(response, reply);
   }
 
   /** PUT /api/v1/unikernels/{name}?mem=…: the body is the image, streamed to petreld as it comes. */
@@ -436,7 +419,7 @@ class Web implements WebServer {
     remote: string,
   ): Promise<void> {
     const select = consoleSelect(query);
-    if (!select.ok) return this.#send(response, select.error);
+    if (!select.ok) return sendJson(response, select.error);
     const command: Command = { type: 'console-subscribe', release: '2.1', select: select.value };
     return this.#events(token, text, command, response, remote, (data) =>
       data.type === 'console'
@@ -458,7 +441,7 @@ class Web implements WebServer {
   ): Promise<void> {
     for (const key of query.keys()) {
       return Promise.resolve(
-        this.#send(
+        sendJson(
           response,
           apiError(
             400,
@@ -474,73 +457,20 @@ class Web implements WebServer {
     );
   }
 
-  /**
-   * A subscription as Server-Sent Events: petreld's reply opens the stream (a Failure is an
-   * error response), each data frame `event` turns into an event, and the stream lasts until
-   * the client goes away (which ends the subscription on petreld's side, as a TLS subscriber's
-   * close does) or petreld ends it (`event: end`, with its message).
-   */
+  /** A subscription of a token's delegation as Server-Sent Events (streams.ts). */
   async #events(
     token: VerifiedToken,
     text: string,
     command: Command,
     response: ServerResponse,
     remote: string,
-    event: (data: Extract<Payload, { kind: 'data' }>['data']) => [string, Json] | null,
+    event: EventOf,
   ): Promise<void> {
     const name = nameUnder(token.path, text);
-    if (!name.ok) return this.#send(response, name.error);
-    const closed = new Promise<void>((resolve) => response.once('close', resolve));
-    let opened = false;
-    const send = (kind: string, data: Json): boolean =>
-      response.write(`event: ${kind}\ndata: ${JSON.stringify(data)}\n\n`);
-    const client = new RequestChannel(null, closed, async (payload) => {
-      if (response.destroyed || response.writableEnded) return false;
-      const decoded = decodeWire(payload);
-      if (!decoded.ok) return false;
-      const p = decoded.value.payload;
-      if (!opened) {
-        if (p.kind !== 'reply') {
-          this.#send(
-            response,
-            answered(
-              p.kind === 'failure' ? { kind: 'failure', message: p.message } : BROKEN,
-              'a subscription',
-            ),
-          );
-          return false;
-        }
-        opened = true;
-        response.writeHead(200, {
-          ...SECURITY_HEADERS,
-          'content-type': 'text/event-stream; charset=utf-8',
-          'x-accel-buffering': 'no',
-        });
-        response.write(': subscribed\n\n');
-        return true;
-      }
-      if (p.kind === 'data') {
-        const made = event(p.data);
-        if (made !== null && !send(made[0], made[1])) {
-          // A slow reader: wait for it (petreld's queue for this subscriber bounds what waits).
-          await Promise.race([new Promise((r) => response.once('drain', r)), closed]);
-        }
-        return !response.destroyed;
-      }
-      if (p.kind === 'failure') {
-        send('end', { message: p.message });
-        response.end();
-        return false;
-      }
-      return true;
-    });
-    await proxy(this.#proxyRequest(token, name.value, command, client, remote));
-    if (!response.headersSent)
-      this.#send(response, apiError(502, 'E_CLIENT_PROTOCOL', 'no reply from petreld', EXIT.protocol));
-    else if (!response.writableEnded) {
-      send('end', { message: 'the subscription ended' });
-      response.end();
-    }
+    if (!name.ok) return sendJson(response, name.error);
+    await relayEvents(response, event, (client) =>
+      proxy(this.#proxyRequest(token, name.value, command, client, remote)),
+    );
   }
 
   /** PUT /api/v1/blocks/{name}/data: the body becomes the device's content, streamed as it comes. */
@@ -561,7 +491,7 @@ class Web implements WebServer {
     return answered(answer, 'string');
   }
 
-  /** GET /api/v1/blocks/{name}/data: the device's content, relayed as petreld reads it, never held whole. */
+  /** GET /api/v1/blocks/{name}/data: the device's content, relayed as petreld reads it (streams.ts). */
   async #blockDump(
     token: VerifiedToken,
     text: string,
@@ -569,49 +499,10 @@ class Web implements WebServer {
     remote: string,
   ): Promise<void> {
     const name = nameUnder(token.path, text);
-    if (!name.ok) return this.#send(response, name.error);
-    const closed = new Promise<void>((resolve) => response.once('close', resolve));
-    let opened = false;
-    const client = new RequestChannel(null, closed, async (payload) => {
-      if (response.destroyed || response.writableEnded) return false;
-      const decoded = decodeWire(payload);
-      if (!decoded.ok) return false;
-      const p = decoded.value.payload;
-      if (!opened) {
-        if (p.kind !== 'reply' || p.reply.type !== 'block-device-image') {
-          this.#send(
-            response,
-            answered(p.kind === 'failure' ? { kind: 'failure', message: p.message } : BROKEN, 'a block dump'),
-          );
-          return false;
-        }
-        opened = true;
-        // Compressed by petreld: zlib, which is HTTP's `deflate`; clients inflate it.
-        const encoding: Record<string, string> = p.reply.compressed ? { 'content-encoding': 'deflate' } : {};
-        response.writeHead(200, {
-          ...SECURITY_HEADERS,
-          'content-type': 'application/octet-stream',
-          ...encoding,
-        });
-        return true;
-      }
-      if (p.kind === 'data' && p.data.type === 'block') {
-        if (p.data.data === null) {
-          response.end();
-          return false;
-        }
-        if (!response.write(p.data.data))
-          await Promise.race([new Promise((r) => response.once('drain', r)), closed]);
-        return !response.destroyed;
-      }
-      // A failure once the data has begun: the response is cut, so a partial dump is never taken for a whole one.
-      response.destroy();
-      return false;
-    });
-    await proxy(this.#proxyRequest(token, name.value, { type: 'block-dump', level: 0 }, client, remote));
-    if (!response.headersSent)
-      this.#send(response, apiError(502, 'E_CLIENT_PROTOCOL', 'no reply from petreld', EXIT.protocol));
-    else if (!response.writableEnded) response.destroy();
+    if (!name.ok) return sendJson(response, name.error);
+    await relayBlockDump(response, (client) =>
+      proxy(this.#proxyRequest(token, name.value, { type: 'block-dump', level: 0 }, client, remote)),
+    );
   }
 
   /** A refusal sent before the body was read: the connection closes after it (the body is unread). */
@@ -622,7 +513,7 @@ class Web implements WebServer {
     extra: Record<string, string> = {},
   ): void {
     const closing = hasBody(request) ? { connection: 'close' } : {};
-    this.#send(response, reply, { ...extra, ...closing });
+    sendJson(response, reply, { ...extra, ...closing });
   }
 
   async #authenticate(request: IncomingMessage): Promise<Result<VerifiedToken, PetrelError>> {
@@ -737,145 +628,4 @@ class Web implements WebServer {
       'web change',
     );
   }
-}
-
-type Action =
-  | 'stats'
-  | 'node'
-  | 'list'
-  | 'get'
-  | 'create'
-  | 'destroy'
-  | 'restart'
-  | 'console'
-  | 'blocks'
-  | 'block-add'
-  | 'block-remove'
-  | 'block-set'
-  | 'block-dump';
-const CHANGES: ReadonlySet<Action> = new Set([
-  'create',
-  'destroy',
-  'restart',
-  'block-add',
-  'block-remove',
-  'block-set',
-]);
-/** The requests that take a body: the image of a create, the data of a block device. */
-const BODIES: ReadonlySet<Action> = new Set(['create', 'block-set']);
-
-type Route =
-  | { readonly kind: 'route'; readonly action: Action; readonly name: string }
-  | { readonly kind: 'none'; readonly status: 404 | 405; readonly code: string; readonly message: string };
-
-const PREFIX = '/api/v1/';
-
-/** The route of a method and path: `/api/v1/node`, `/api/v1/unikernels[/{name}[/restart|/console]]`. */
-export function matchRoute(method: string, pathname: string): Route {
-  const none = (status: 404 | 405, code: string, message: string): Route => ({
-    kind: 'none',
-    status,
-    code,
-    message,
-  });
-  if (!pathname.startsWith(PREFIX)) return none(404, 'E_WEB_NOT_FOUND', `no such resource ${pathname}`);
-  const parts = pathname.slice(PREFIX.length).split('/');
-  let name = '';
-  try {
-    name = parts[1] === undefined ? '' : decodeURIComponent(parts[1]);
-  } catch {
-    return none(404, 'E_WEB_NOT_FOUND', `no such resource ${pathname}`);
-  }
-  const allowed = (table: Partial<Record<string, Action>>): Route => {
-    const action = table[method];
-    if (action !== undefined) return { kind: 'route', action, name };
-    return none(
-      405,
-      'E_WEB_METHOD',
-      `${method} is not allowed on ${pathname} (allowed: ${Object.keys(table).join(', ')})`,
-    );
-  };
-  if (parts.length === 1 && parts[0] === 'node') return allowed({ GET: 'node' });
-  if (parts[0] === 'blocks') {
-    if (parts.length === 1) return allowed({ GET: 'blocks' });
-    if (parts.length === 2 && name !== '') return allowed({ PUT: 'block-add', DELETE: 'block-remove' });
-    if (parts.length === 3 && parts[2] === 'data' && name !== '')
-      return allowed({ GET: 'block-dump', PUT: 'block-set' });
-    return none(404, 'E_WEB_NOT_FOUND', `no such resource ${pathname}`);
-  }
-  if (parts[0] !== 'unikernels') return none(404, 'E_WEB_NOT_FOUND', `no such resource ${pathname}`);
-  if (parts.length === 1) return allowed({ GET: 'list' });
-  if (parts.length === 2 && name !== '') return allowed({ GET: 'get', PUT: 'create', DELETE: 'destroy' });
-  if (parts.length === 3 && parts[2] === 'restart' && name !== '') return allowed({ POST: 'restart' });
-  if (parts.length === 3 && parts[2] === 'console' && name !== '') return allowed({ GET: 'console' });
-  if (parts.length === 3 && parts[2] === 'stats' && name !== '') return allowed({ GET: 'stats' });
-  return none(404, 'E_WEB_NOT_FOUND', `no such resource ${pathname}`);
-}
-
-const BROKEN: Answer = {
-  kind: 'error',
-  status: 502,
-  code: 'E_CLIENT_PROTOCOL',
-  message: 'petreld answered something else than a subscription',
-  exit: EXIT.protocol,
-};
-
-/** A console's history, as `petrel console` takes it: `count` (0 to 1024, default 20) or `since`. */
-function consoleSelect(query: URLSearchParams): Result<ConsoleSelect, ApiResponse> {
-  const bad = (message: string) => ({
-    ok: false as const,
-    error: apiError(400, 'E_WEB_QUERY', message, EXIT.usage),
-  });
-  for (const key of query.keys())
-    if (key !== 'count' && key !== 'since')
-      return bad(`unknown parameter ${JSON.stringify(key)} (console takes count or since)`);
-  const since = query.get('since');
-  const count = query.get('count');
-  if (since !== null && count !== null) return bad('give count or since, not both');
-  if (since !== null) {
-    const at = /^\d{4}-\d{2}-\d{2}T/.test(since) ? new Date(since) : new Date(Number.NaN);
-    if (Number.isNaN(at.getTime()))
-      return bad(`since must be an ISO 8601 time, not ${JSON.stringify(since)}`);
-    return ok({ kind: 'since', since: at });
-  }
-  const n = count === null ? 20 : /^\d{1,4}$/.test(count) ? Number(count) : Number.NaN;
-  if (!(n >= 0 && n <= 1024))
-    return bad(`count must be a whole number from 0 to 1024, not ${JSON.stringify(count)}`);
-  return ok({ kind: 'count', count: n });
-}
-
-/** A statistics sample as the API shows it: seconds, bytes and counts as numbers. */
-function statsJson(stats: StatsData): Json {
-  const seconds = (t: { seconds: bigint; microseconds: number }) => Number(t.seconds) + t.microseconds / 1e6;
-  return {
-    cpuUser: seconds(stats.rusage.utime),
-    cpuSystem: seconds(stats.rusage.stime),
-    // As Albatross sends them: the virtual size in bytes, the resident size in pages.
-    memory:
-      stats.kinfoMem === null
-        ? null
-        : { virtualBytes: Number(stats.kinfoMem.vsize), residentPages: Number(stats.kinfoMem.rss) },
-    networks: stats.ifdata.map((n) => ({
-      netif: n.bridge,
-      inputBytes: Number(n.inputBytes),
-      outputBytes: Number(n.outputBytes),
-      inputPackets: Number(n.inputPackets),
-      outputPackets: Number(n.outputPackets),
-    })),
-  };
-}
-
-function tooLarge(length: number | null, limit: number): ApiResponse {
-  const what = length === null ? 'the image' : `the image of ${length} bytes`;
-  return apiError(
-    413,
-    'E_WEB_TOO_LARGE',
-    `${what} exceeds the limit of ${limit} bytes (maxFrameBytes)`,
-    EXIT.usage,
-  );
-}
-
-function hasBody(request: IncomingMessage): boolean {
-  const length = request.headers['content-length'];
-  return (length !== undefined && length !== '0') || request.headers['transfer-encoding'] !== undefined;
 }
