@@ -17,6 +17,7 @@ import { x509 } from '../../src/tls/x509.js';
 import type { Answer, Transport } from '../../src/wire/exchange.js';
 import { FrameReader } from '../../src/wire/index.js';
 import type { Command, UnikernelConfig } from '../../src/wire/types.js';
+import { petrel } from '../cli/io.js';
 import { request } from '../daemon/client.js';
 import { canaryImage } from '../engine/guest.js';
 import { canaryConfig, storedState } from '../engine/harness.js';
@@ -125,6 +126,53 @@ describe('alice and bob, delegated by certificate, against one real petreld', ()
     expect(await listed(alice)).toEqual([':vm2']);
     expect(said(await alice.request(name('vm2'), DESTROY))).toBe('destroyed unikernel');
     expect(await listed(alice)).toEqual([]);
+  });
+
+  it("a tenant's last exits over TLS: petrel info --remote shows its dropped unikernel, to it alone", async () => {
+    const alice = petreld.remote('alice');
+    const config = await canaryConfig(canaryImage, ['exit', '2'], { memory: 16 });
+    const created = await alice.request(name('brief'), {
+      type: 'unikernel-create',
+      force: false,
+      release: '2.7',
+      config,
+    });
+    expect(said(created)).toBe('created unikernel');
+    const exitsOf = async (client: Transport) => {
+      const answer = await client.request(name(':'), { type: 'unikernel-exits' });
+      if (!answer.ok || answer.value.kind !== 'reply' || answer.value.reply.type !== 'unikernel-exits')
+        throw new Error(`unikernel-exits: ${said(answer)}`);
+      return answer.value.reply.entries;
+    };
+    const deadline = Date.now() + 20_000;
+    while ((await exitsOf(alice)).length === 0 && Date.now() < deadline)
+      await new Promise((r) => setTimeout(r, 100));
+    const [entry, ...more] = await exitsOf(alice);
+    expect(more).toEqual([]);
+    expect(entry && printName(entry.name)).toBe(':brief');
+    expect(entry?.info).toMatchObject({ exit: 'exit 2', outcome: { kind: 'dropped' } });
+    // bob's leaf carries the same command and sees nothing of alice's.
+    expect(await exitsOf(petreld.remote('bob'))).toEqual([]);
+    const key = (file: string) => path.join(petreld.ca, file);
+    const remote = ['--remote', `127.0.0.1:${petreld.port}`, '--ca', key('cacert.pem')];
+    const run = await petrel([
+      'info',
+      '--json',
+      ...remote,
+      '--cert',
+      key('alice.pem'),
+      '--key',
+      key('alice.key'),
+    ]);
+    expect(run.stderr).toBe('');
+    expect(JSON.parse(run.stdout)).toEqual([
+      {
+        name: ':brief',
+        state: 'dropped',
+        reason: 'exit code 2 does not restart',
+        lastExit: { exit: 'exit 2', limit: null, at: entry?.info.at.toISOString(), restarts: 0 },
+      },
+    ]);
   });
 
   it('a 1 MB image is streamed after the leaf (not embedded in it) and boots', async () => {
