@@ -99,7 +99,9 @@ const daemon = await launchDaemon(
 );
 try {
   const node = [process.execPath, '-e', '0'];
-  console.log(`petrel (${path.relative(repo, petrel)}) vs node -e 0: ${RUNS} alternating pairs after ${WARM_UP}`);
+  console.log(
+    `petrel (${path.relative(repo, petrel)}) vs node -e 0: ${RUNS} alternating pairs after ${WARM_UP}`,
+  );
   report(
     'petrel info',
     alternate([process.execPath, petrel, 'info', '--run-dir', runDir], node),
