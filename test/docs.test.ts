@@ -169,6 +169,7 @@ const NOT_KEYS: Readonly<Record<string, { readonly file: string; readonly what: 
   probedMs: { file: 'src/daemon/daemon.ts', what: 'a field of the ready log line' },
   restoredMs: { file: 'src/daemon/daemon.ts', what: 'a field of the ready log line' },
   bootMs: { file: 'src/daemon/daemon.ts', what: 'a field of the canary log line' },
+  lastExit: { file: 'src/cli/client/exits.ts', what: 'a field of petrel info --json' },
   tokenId: { file: 'src/web/server.ts', what: 'a field of the web.audit log line' },
 };
 
