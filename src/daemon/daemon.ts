@@ -459,6 +459,7 @@ async function openWeb(
     port: config.webListen.port,
     maxFrameBytes: config.maxFrameBytes,
     maxConnectionsPerIdentity: config.maxConnectionsPerIdentity,
+    frameStallTimeoutMs: config.frameStallTimeout,
     admission: admissionSettings(config),
     logger: log,
     openService,

@@ -4,26 +4,31 @@
 // and checks a mutual-TLS session does.
 
 import type { Channel, Incoming } from '../tls/channel.js';
+import { tlsError } from '../tls/errors.js';
 
 export class RequestChannel implements Channel {
   readonly #body: AsyncIterator<Buffer> | null;
   readonly #onFrame: ((payload: Uint8Array) => Promise<boolean>) | undefined;
+  readonly #stallMs: number | undefined;
   readonly closed: Promise<void>;
   #last: Uint8Array | null = null;
 
   /**
    * `body`: the request's chunks (null: a request without one); `closed`: when the client has
    * gone; `onFrame`: hears every frame written (a subscription's events), false when it can
-   * take no more.
+   * take no more; `stallMs`: a body begun must not pause longer (frameStallTimeout, as a TLS
+   * client's frame), or it is refused and nothing it carried is kept.
    */
   constructor(
     body: AsyncIterable<Buffer> | null,
     closed: Promise<void>,
     onFrame?: (payload: Uint8Array) => Promise<boolean>,
+    stallMs?: number,
   ) {
     this.#body = body === null ? null : body[Symbol.asyncIterator]();
     this.closed = closed;
     this.#onFrame = onFrame;
+    this.#stallMs = stallMs;
   }
 
   /** The payload of the last frame written: the final reply, once the proxy has returned. */
@@ -33,9 +38,17 @@ export class RequestChannel implements Channel {
 
   async next(): Promise<Incoming> {
     if (this.#body === null) return { kind: 'closed' };
+    const body = this.#body;
     for (;;) {
       try {
-        const read = await this.#body.next();
+        const read = await this.#withinStall(body.next());
+        if (read === null) {
+          const ms = this.#stallMs as number;
+          return {
+            kind: 'refused',
+            error: tlsError('E_TLS_FRAME_STALLED', `the body paused for ${ms} ms`, { ms }),
+          };
+        }
         if (read.done === true) return { kind: 'end' };
         // A zero-length chunk would read as the end of the stream on the daemon's side.
         if (read.value.length > 0) return { kind: 'frame', payload: read.value };
@@ -44,6 +57,17 @@ export class RequestChannel implements Channel {
         return { kind: 'closed' };
       }
     }
+  }
+
+  /** `read`, or null once it has taken longer than the stall timeout. */
+  #withinStall<T>(read: Promise<T>): Promise<T | null> {
+    const ms = this.#stallMs;
+    if (ms === undefined) return read;
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<null>((resolve) => {
+      timer = setTimeout(() => resolve(null), ms);
+    });
+    return Promise.race([read, late]).finally(() => clearTimeout(timer));
   }
 
   raw(): void {

@@ -85,6 +85,8 @@ export interface WebServerOptions {
   readonly port: number;
   /** Requests of one delegation's path at once (consoles included). Default 64. */
   readonly maxConnectionsPerIdentity?: number;
+  /** The longest pause inside a request's body (a create's image, a block's data). Default 30 s. */
+  readonly frameStallTimeoutMs?: number;
   /** The largest frame to or from petreld. Default 64 MiB. */
   readonly maxFrameBytes?: number;
   readonly admission?: Partial<AdmissionSettings>;
@@ -545,10 +547,16 @@ class Web implements WebServer {
   ): Promise<Answer> {
     const gone =
       body === undefined ? new Promise<void>(() => {}) : new Promise<void>((r) => body.once('close', r));
-    const client = new RequestChannel(body ?? null, gone);
+    const stallMs = this.#options.frameStallTimeoutMs ?? SESSION_DEFAULTS.frameStallTimeoutMs;
+    const client = new RequestChannel(body ?? null, gone, undefined, stallMs);
     const outcome = await proxy(this.#proxyRequest(token, name, command, client, remote));
     if (outcome.kind === 'refused') {
-      const status = outcome.error.code === 'E_TLS_FRAME_TOO_LARGE' ? 413 : 400;
+      const status =
+        outcome.error.code === 'E_TLS_FRAME_TOO_LARGE'
+          ? 413
+          : outcome.error.code === 'E_TLS_FRAME_STALLED'
+            ? 408
+            : 400;
       return {
         kind: 'error',
         status,

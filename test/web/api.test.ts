@@ -168,7 +168,7 @@ beforeAll(async () => {
       bob: ['--vms', '1', '--mem', '32'],
       carol: ['--vms', '1', '--mem', '32', '--cpus', '0'],
     },
-    { maxConnectionsPerIdentity: '3', statsInterval: '200ms' },
+    { maxConnectionsPerIdentity: '3', statsInterval: '200ms', frameStallTimeout: '1s' },
     { web: true },
   );
   cacert = await readFile(path.join(petreld.ca, 'cacert.pem'));
@@ -666,5 +666,42 @@ describe('the web API over HTTPS', () => {
       '/api/v1/unikernels/{name}/stats',
     );
     expect(error(bad).code).toBe('E_WEB_QUERY');
+  });
+
+  it('a body that stalls longer than frameStallTimeout is refused, and nothing is created', async () => {
+    const image = Buffer.concat([await readFile(canaryImage), Buffer.alloc(1024 * 1024)]);
+    const reply = await new Promise<Reply>((resolve, reject) => {
+      const req = request(
+        {
+          host: '127.0.0.1',
+          port: petreld.webPort as number,
+          method: 'PUT',
+          path: `${U}/stalled`,
+          headers: {
+            authorization: `Bearer ${tokens.alice}`,
+            'content-type': 'application/octet-stream',
+            'content-length': String(image.length),
+          },
+          ca: cacert,
+          agent: false,
+        },
+        (res) => {
+          const chunks: Buffer[] = [];
+          res.on('data', (c: Buffer) => chunks.push(c));
+          res.on('end', () => {
+            const json = JSON.parse(Buffer.concat(chunks).toString('utf8'));
+            checkResponse('PUT', ONE, res.statusCode as number, json);
+            resolve({ status: res.statusCode as number, headers: res.headers, json });
+            req.destroy();
+          });
+        },
+      );
+      req.on('error', reject);
+      // Half of it, then nothing: the client neither sends the rest nor goes away.
+      req.write(image.subarray(0, image.length / 2));
+    });
+    expect(reply.status).toBe(408);
+    expect(error(reply)).toMatchObject({ code: 'E_TLS_FRAME_STALLED', exit: 124 });
+    expect(running()).not.toContain('alice:stalled');
   });
 });
