@@ -74,9 +74,15 @@ export class RequestChannel implements Channel {
     // Only a get reads raw bytes; the web API does not relay images yet.
   }
 
-  /** Each write the proxy makes is one frame: its length prefix, then its payload. */
+  /**
+   * Each write the proxy makes is one frame: its length prefix, then its payload; except while a
+   * get's image is relayed (`rawWrites`), when the first write is the reply's length and head
+   * and the rest are pieces of the image, handed on as they are.
+   */
+  rawWrites = false;
+
   async write(bytes: Uint8Array): Promise<boolean> {
-    const payload = bytes.subarray(4);
+    const payload = this.rawWrites ? bytes : bytes.subarray(4);
     this.#last = payload;
     return this.#onFrame === undefined ? true : this.#onFrame(payload);
   }

@@ -2,6 +2,7 @@
 // something (one audit line each) and which take a body. Pure.
 
 export type Action =
+  | 'image'
   | 'stats'
   | 'node'
   | 'list'
@@ -71,5 +72,6 @@ export function matchRoute(method: string, pathname: string): Route {
   if (parts.length === 3 && parts[2] === 'restart' && name !== '') return allowed({ POST: 'restart' });
   if (parts.length === 3 && parts[2] === 'console' && name !== '') return allowed({ GET: 'console' });
   if (parts.length === 3 && parts[2] === 'stats' && name !== '') return allowed({ GET: 'stats' });
+  if (parts.length === 3 && parts[2] === 'image' && name !== '') return allowed({ GET: 'image' });
   return none(404, 'E_WEB_NOT_FOUND', `no such resource ${pathname}`);
 }

@@ -65,7 +65,14 @@ import { createCommand } from './create.js';
 import { DenyList } from './deny-list.js';
 import { hasBody, sendJson, tooLarge } from './respond.js';
 import { type Action, BODIES, CHANGES, matchRoute } from './routes.js';
-import { consoleSelect, type EventOf, relayBlockDump, relayEvents, statsJson } from './streams.js';
+import {
+  consoleSelect,
+  type EventOf,
+  relayBlockDump,
+  relayEvents,
+  relayImageDownload,
+  statsJson,
+} from './streams.js';
 import { TokenUsage } from './usage.js';
 
 export interface WebServerOptions {
@@ -367,6 +374,8 @@ class Web implements WebServer {
         break;
       case 'block-dump':
         return this.#blockDump(token.value, route.name, response, remote ?? '');
+      case 'image':
+        return this.#image(token.value, route.name, response, remote ?? '');
     }
     if (CHANGES.has(route.action)) this.#audit(token.value, route.action, route.name, reply);
     // A reply before the whole body was read (refused, too large): the connection goes after it.
@@ -504,6 +513,15 @@ class Web implements WebServer {
     if (!name.ok) return sendJson(response, name.error);
     await relayBlockDump(response, (client) =>
       proxy(this.#proxyRequest(token, name.value, { type: 'block-dump', level: 0 }, client, remote)),
+    );
+  }
+
+  /** GET /api/v1/unikernels/{name}/image: its image as stored (petrel get), relayed (streams.ts). */
+  async #image(token: VerifiedToken, text: string, response: ServerResponse, remote: string): Promise<void> {
+    const name = nameUnder(token.path, text);
+    if (!name.ok) return sendJson(response, name.error);
+    await relayImageDownload(response, (client) =>
+      proxy(this.#proxyRequest(token, name.value, { type: 'unikernel-get', level: 0 }, client, remote)),
     );
   }
 

@@ -4,7 +4,7 @@
 
 import type { ServerResponse } from 'node:http';
 import { ok, type Result } from '../resources/errors.js';
-import { decodeWire } from '../wire/index.js';
+import { decodeWire, readImageReplyHead } from '../wire/index.js';
 import type { Json } from '../wire/json.js';
 import type { ConsoleSelect, Payload, StatsData } from '../wire/types.js';
 import { type Answer, type ApiResponse, answered, apiError, EXIT } from './api.js';
@@ -71,6 +71,49 @@ export async function relayEvents(response: ServerResponse, event: EventOf, run:
     send('end', { message: 'the subscription ended' });
     response.end();
   }
+}
+
+/**
+ * A get's image as the body, relayed in the pieces the proxy passes on (relayImage in proxy.ts),
+ * with its length; `deflate`-encoded when petreld sends it compressed. A failure before it is an
+ * error response; a break inside it cuts the response, so a short image is never taken whole.
+ */
+export async function relayImageDownload(response: ServerResponse, run: Run): Promise<void> {
+  const closed = new Promise<void>((resolve) => response.once('close', resolve));
+  let opened = false;
+  const client = new RequestChannel(null, closed, async (bytes) => {
+    if (response.destroyed || response.writableEnded) return false;
+    if (!opened) {
+      const total = bytes.length >= 4 ? new DataView(bytes.buffer, bytes.byteOffset, 4).getInt32(0) : -1;
+      const head = total > 0 ? readImageReplyHead(bytes.subarray(4), total) : null;
+      if (head === null || head === 'more') {
+        // Not an image: a whole reply (petreld's Failure), as any other.
+        const decoded = decodeWire(bytes.subarray(4));
+        const p = decoded.ok ? decoded.value.payload : null;
+        sendJson(
+          response,
+          answered(p?.kind === 'failure' ? { kind: 'failure', message: p.message } : BROKEN, 'an image'),
+        );
+        return false;
+      }
+      opened = true;
+      response.writeHead(200, {
+        ...SECURITY_HEADERS,
+        'content-type': 'application/octet-stream',
+        'content-length': head.imageLength,
+        ...(head.compressed ? { 'content-encoding': 'deflate' } : {}),
+      });
+      bytes = bytes.subarray(4 + head.headLength);
+      if (bytes.length === 0) return true;
+    }
+    if (!response.write(bytes)) await Promise.race([new Promise((r) => response.once('drain', r)), closed]);
+    return !response.destroyed;
+  });
+  client.rawWrites = true;
+  await run(client);
+  if (!response.headersSent)
+    sendJson(response, apiError(502, 'E_CLIENT_PROTOCOL', 'no reply from petreld', EXIT.protocol));
+  else if (!response.writableEnded) response.end();
 }
 
 /** A block dump's Data frames as the body, in order; cut (never short) if petreld fails midway. */

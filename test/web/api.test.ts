@@ -704,4 +704,43 @@ describe('the web API over HTTPS', () => {
     expect(error(reply)).toMatchObject({ code: 'E_TLS_FRAME_STALLED', exit: 124 });
     expect(running()).not.toContain('alice:stalled');
   });
+
+  it('gets an image as stored, relayed with its length; bob gets none of alice’s', async () => {
+    const image = await readFile(canaryImage);
+    const get = (token: string, vm: string) =>
+      new Promise<{ status: number; length: string | undefined; bytes: Buffer }>((resolve, reject) => {
+        const req = request(
+          {
+            host: '127.0.0.1',
+            port: petreld.webPort as number,
+            path: `${U}/${vm}/image`,
+            headers: { authorization: `Bearer ${token}` },
+            ca: cacert,
+            agent: false,
+          },
+          (res) => {
+            const chunks: Buffer[] = [];
+            res.on('data', (c: Buffer) => chunks.push(c));
+            res.on('end', () =>
+              resolve({
+                status: res.statusCode as number,
+                length: res.headers['content-length'],
+                bytes: Buffer.concat(chunks),
+              }),
+            );
+          },
+        );
+        req.on('error', reject);
+        req.end();
+      });
+    const got = await get(tokens.alice as string, 'vm1');
+    expect(got.status).toBe(200);
+    expect(got.length).toBe(String(image.length));
+    expect(got.bytes.equals(image)).toBe(true);
+    const bobs = await get(tokens.bob as string, 'vm1');
+    expect(bobs.status).toBe(404);
+    const body = JSON.parse(bobs.bytes.toString('utf8'));
+    checkResponse('GET', '/api/v1/unikernels/{name}/image', 404, body);
+    expect(body.error).toMatchObject({ code: 'E_REFUSED', exit: 117 });
+  });
 });
