@@ -53,7 +53,12 @@ export const apiError = (status: number, code: string, message: string, exit: nu
 /** petreld's Failure: its text, as `petrel` prints it (exit 117). */
 function refused(message: string): ApiResponse {
   // The texts are Albatross's; "… not found" is the one a client wants to tell apart.
-  return apiError(/(not found|no unikernel found)$/.test(message) ? 404 : 409, 'E_REFUSED', message, EXIT.refused);
+  return apiError(
+    /(not found|no unikernel found)$/.test(message) ? 404 : 409,
+    'E_REFUSED',
+    message,
+    EXIT.refused,
+  );
 }
 
 /** Anything but the reply expected is a failure or a broken exchange, answered as the CLI would. */
