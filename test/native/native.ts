@@ -96,11 +96,16 @@ export function start(cmd: string, args: readonly string[], options: SpawnOption
   const exited = new Promise<{ status: number | null; signal: NodeJS.Signals | null; at: number }>(
     (resolve, reject) => {
       child.on('error', reject);
+      // The exit's time and status, but resolved once its output is all read: 'exit' may come
+      // before the last of stdout (seen on a loaded machine: a tap-peer's reply line missing).
+      let ended: { status: number | null; signal: NodeJS.Signals | null; at: number } | null = null;
       child.on('exit', (status, signal) => {
-        const at = performance.now();
+        ended = { status, signal, at: performance.now() };
+      });
+      child.on('close', (status, signal) => {
         done = true;
         for (const w of waiters) w();
-        resolve({ status, signal, at });
+        resolve(ended ?? { status, signal, at: performance.now() });
       });
     },
   );
