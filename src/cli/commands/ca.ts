@@ -359,7 +359,7 @@ async function token(values: Values, io: CliIo): Promise<Result<void, PetrelErro
   }
   const who = `${printPath(delegation.value.path)}:`;
   io.stderr(
-    `token ${values.name} of ${who}: id ${certificateId(issued.value.der)}, expires ${expires.toISOString()}${values.out === undefined ? '' : `, written to ${values.out}`}\n`,
+    `token ${values.name} of ${who} (id ${certificateId(issued.value.der)}, expires ${expires.toISOString()})${values.out === undefined ? '' : `, written to ${values.out}`}\n`,
   );
   return ok(undefined);
 }
