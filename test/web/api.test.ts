@@ -215,6 +215,9 @@ describe('the web API over HTTPS', () => {
       token: { name: 'ci' },
       usage: { unikernels: 3, memory: 48 },
     });
+    // Only her own delegation's policies: neither the root's nor bob's.
+    const paths = (alice.json as { policies: { path: string }[] }).policies.map((p) => p.path);
+    expect(paths).toEqual(['alice']);
     // carol never spoke TLS: her policy is there because her token's request installed it first.
     const carol = await call('GET', NODE, tokens.carol as string, NODE);
     expect((carol.json as { policies: unknown[] }).policies).toEqual([
