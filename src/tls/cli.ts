@@ -31,6 +31,14 @@ and its key material, so it can run as its own unprivileged user.
   --port N                      TCP port (default 1025)
   --max-frame-bytes N           largest frame or streamed image (default 67108864)
 
+The web API (docs/web.md) in the same process, beside the endpoint, when --web-port is given:
+  --web-port N                  its HTTPS port (on --ip)
+  --web-cert FILE, --web-key FILE  the certificate browsers are shown (petrel ca web-cert)
+  --state-dir DIR               where web-deny-list is read and web-token-usage.json written
+                                (default /var/lib/petrel, petreld's, which only root may enter:
+                                an unprivileged endpoint needs a directory of its own, given to
+                                petrel ca revoke --state-dir as well)
+
 Admission of unauthenticated peers (docs/operations.md, the keys of the same names):
   --max-pending-connections N          (default 1024)
   --max-pending-per-address N          (default 64)
@@ -57,6 +65,13 @@ export interface TlsEndpointArgs {
   readonly admission: AdmissionSettings;
   readonly maxConnectionsPerIdentity: number;
   readonly frameStallTimeoutMs: number;
+  /** The web API beside the endpoint (`--web-port`), or null. */
+  readonly web: {
+    readonly port: number;
+    readonly cert: string;
+    readonly key: string;
+    readonly stateDir: string;
+  } | null;
 }
 
 type UsageError = PetrelError<'E_TLS_USAGE'>;
@@ -79,6 +94,10 @@ const OPTIONS = {
   'handshake-stall-timeout': { type: 'string' },
   'max-connections-per-identity': { type: 'string' },
   'frame-stall-timeout': { type: 'string' },
+  'web-port': { type: 'string' },
+  'web-cert': { type: 'string' },
+  'web-key': { type: 'string' },
+  'state-dir': { type: 'string', default: '/var/lib/petrel' },
 } as const;
 
 export function parseTlsEndpointArgs(args: readonly string[]): Result<TlsEndpointArgs, UsageError> {
@@ -134,6 +153,18 @@ export function parseTlsEndpointArgs(args: readonly string[]): Result<TlsEndpoin
     numbers[flag] = n;
   }
   const n = (flag: string): number => numbers[flag] as number;
+  let web: TlsEndpointArgs['web'] = null;
+  const webPort = values['web-port'];
+  if (webPort !== undefined || values['web-cert'] !== undefined || values['web-key'] !== undefined) {
+    const port = Number(webPort);
+    if (webPort === undefined || !Number.isInteger(port) || port < 0 || port > 65535) {
+      return err('E_TLS_USAGE', `--web-port must be an integer from 0 to 65535, not '${webPort}'`);
+    }
+    if (values['web-cert'] === undefined || values['web-key'] === undefined) {
+      return err('E_TLS_USAGE', '--web-port needs --web-cert and --web-key');
+    }
+    web = { port, cert: values['web-cert'], key: values['web-key'], stateDir: values['state-dir'] };
+  }
   return ok({
     runDir: values['run-dir'],
     ca,
@@ -154,8 +185,15 @@ export function parseTlsEndpointArgs(args: readonly string[]): Result<TlsEndpoin
     },
     maxConnectionsPerIdentity: n('max-connections-per-identity'),
     frameStallTimeoutMs: n('frame-stall-timeout') * 1000,
+    web,
   });
 }
+
+/** What runs beside the endpoint in its process (the web API): started after it, closed before. */
+export type Beside = (
+  args: TlsEndpointArgs,
+  logger: Logger | undefined,
+) => Promise<Result<{ close(): Promise<void> } | null, PetrelError>>;
 
 /** Reads the CA, certificate and key files into endpoint options. */
 export async function loadTlsEndpointOptions(
@@ -198,6 +236,8 @@ export async function runTlsEndpoint(
     readonly logger?: Logger;
     readonly signal: AbortSignal;
     readonly stderr: (text: string) => void;
+    /** Started once the endpoint listens (petreld's cli passes the web API here). */
+    readonly beside?: Beside;
   },
 ): Promise<number> {
   const parsed = parseTlsEndpointArgs(args);
@@ -223,9 +263,16 @@ export async function runTlsEndpoint(
     options.stderr(`petreld tls-endpoint: cannot listen: ${describeError(e)}\n`);
     return 1;
   }
+  const beside = (await options.beside?.(parsed.value, options.logger)) ?? ok(null);
+  if (!beside.ok) {
+    options.stderr(`petreld tls-endpoint: ${beside.error.message}\n`);
+    await endpoint.value.close();
+    return 1;
+  }
   if (!options.signal.aborted) {
     await new Promise((resolve) => options.signal.addEventListener('abort', resolve, { once: true }));
   }
+  await beside.value?.close();
   await endpoint.value.close();
   return 0;
 }

@@ -35,8 +35,21 @@ describe('parseTlsEndpointArgs', () => {
         admission: ADMISSION_DEFAULTS,
         maxConnectionsPerIdentity: 64,
         frameStallTimeoutMs: 30_000,
+        web: null,
       },
     });
+    const web = parseTlsEndpointArgs([
+      'a',
+      'b',
+      'c',
+      '--web-port',
+      '8443',
+      '--web-cert',
+      'w',
+      '--web-key',
+      'k',
+    ]);
+    expect(web.ok && web.value.web).toEqual({ port: 8443, cert: 'w', key: 'k', stateDir: '/var/lib/petrel' });
     const positional = parseTlsEndpointArgs([
       'a',
       'b',
