@@ -107,8 +107,9 @@ it('serves the web API from a separate endpoint process, through petreld’s soc
   const made = await call('PUT', '/api/v1/unikernels/web?mem=16&arg=wait', await readFile(canaryImage));
   expect(made).toMatchObject({ status: 201, json: { reply: 'created unikernel' } });
   expect([...petreld.daemon.engine.running]).toEqual(['alice:web']);
-  expect(logs.some((l) => l.event === 'web.audit' && l.unikernel === 'alice:web' && l.status === 201)).toBe(
-    true,
+  // The child's log arrives through its stdout, a moment after the response.
+  await until(() =>
+    logs.some((l) => l.event === 'web.audit' && l.unikernel === 'alice:web' && l.status === 201),
   );
   // Revoked in petreld's state directory: the separate process refuses the token from then on.
   await ca('revoke', token, '--state-dir', petreld.stateDir);
