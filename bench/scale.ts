@@ -15,8 +15,11 @@
 // more); `info` of all on busy, from connect to the last byte (target ≤ 50 ms, median). The
 // fill prints its rate per tenth; the control's RSS before and after the same batches is what
 // the creates cost a daemon whatever runs.
-// Tenders run jailed (issue 22), as by default; BENCH_SCALE_JAIL=0 runs both daemons with
-// --no-jail, for the unjailed figures beside them.
+// Tenders run jailed (issue 22), as by default, and a third daemon, plain, runs --no-jail beside
+// busy: filled alongside it (tenths in turn), its batches in the same rounds, its RSS read at the
+// same moments, so the jail's cost in RSS growth, create rate and CPU per create is printed side
+// by side (target: within 10 %). BENCH_SCALE_JAIL=0 runs idle and busy with --no-jail and no plain.
+// A unikernel that exits by itself fails the run, with petreld's log lines about it.
 // Open files: petreld's holder keeps each tender's console FIFO open; the bench raises its own
 // limit (inherited by the daemons and their holders) with prlimit(1) as far as it may, and says so.
 // BENCH_SCALE_HEAPSNAPSHOTS=DIR: each daemon writes a V8 heap snapshot into DIR on SIGUSR1
@@ -98,9 +101,13 @@ interface Node {
   readonly runDir: string;
   readonly socket: string;
   readonly destroyNetns: () => void;
+  /** petreld's log lines about unikernels that exited. */
+  readonly exits: readonly string[];
 }
 
-async function startNode(dir: string, label: string): Promise<Node> {
+const JAILED = process.env.BENCH_SCALE_JAIL !== '0';
+
+async function startNode(dir: string, label: string, jail = JAILED): Promise<Node> {
   const netns = makeNetns();
   // No IPv6 on the bridge and taps: each new tap's link-local announcements would otherwise
   // reach every other tap, and a `wait` canary with a packet pending spins instead of sleeping.
@@ -117,8 +124,7 @@ async function startNode(dir: string, label: string): Promise<Node> {
   const runDir = path.join(dir, label, 'run');
   const flags = ['--state-dir', path.join(dir, label, 'state'), '--run-dir', runDir];
   flags.push('--runtimes', 'spt', '--log-level', 'info', '--stop-timeout', '5s');
-  // Jailed tenders, as petreld runs them by default; BENCH_SCALE_JAIL=0 for the unjailed figures.
-  if (process.env.BENCH_SCALE_JAIL === '0') flags.push('--no-jail');
+  if (!jail) flags.push('--no-jail');
   const env =
     SNAPSHOTS === undefined
       ? {}
@@ -127,10 +133,18 @@ async function startNode(dir: string, label: string): Promise<Node> {
         };
   try {
     const daemon = await launchDaemon(flags, env, PETRELD, 60_000, netns.name);
-    // Its log is read only until ready; afterwards it is drained so the pipe never fills.
-    daemon.child.stdout?.resume();
+    // Its log is read only until ready; afterwards it is drained so the pipe never fills,
+    // keeping the lines about unikernels that exited (a run fails with them).
+    const exits: string[] = [];
+    let partial = '';
+    daemon.child.stdout?.setEncoding('utf8').on('data', (chunk: string) => {
+      const lines = (partial + chunk).split('\n');
+      partial = lines.pop() ?? '';
+      for (const line of lines) if (line.includes('exited')) exits.push(line);
+    });
     return {
       label,
+      exits,
       daemon,
       runDir,
       socket: path.join(runDir, 'util', 'vmmd.sock'),
@@ -166,7 +180,9 @@ async function create(node: Node, vm: string): Promise<void> {
 async function destroy(node: Node, vm: string): Promise<void> {
   const replies = await request(node.socket, vm, { type: 'unikernel-destroy' });
   if (said(replies[0]) !== 'destroyed unikernel')
-    throw new Error(`${node.label}: destroy ${vm}: ${said(replies[0])}`);
+    throw new Error(
+      `${node.label}: destroy ${vm}: ${said(replies[0])}; petreld logged: ${node.exits.slice(-5).join(' | ') || 'no exit'}`,
+    );
 }
 
 /** CPU time petreld has used (user and system), ms: less disturbed by the load than wall time. */
@@ -234,8 +250,11 @@ try {
   nodes.push(idle);
   const busy = await startNode(dir, 'busy');
   nodes.push(busy);
+  const plain = JAILED ? await startNode(dir, 'plain', false) : null;
+  if (plain !== null) nodes.push(plain);
+  const full = plain === null ? [busy] : [busy, plain];
   console.log(
-    `petreld ×2 (${PETRELD}), runtimes spt, guests real (petrel-spt, canary wait${NET ? ', a tap each, on two bridges' : ''}); ${limits}`,
+    `petreld ×${nodes.length} (${PETRELD}), runtimes spt, guests real (petrel-spt, canary wait${NET ? ', a tap each, on two bridges' : ''}); ${JAILED ? 'idle and busy jailed, plain unjailed' : 'unjailed'}; ${limits}`,
   );
 
   const rss = (label: string, node: Node) => {
@@ -247,38 +266,46 @@ try {
   };
   await sleep(SETTLE_MS);
   const idleBusy = rss('none running', busy);
+  const idlePlain = plain === null ? 0 : rss('none running', plain);
   const idleIdle = rss('none running', idle);
 
   await snapshot(busy, 'idle');
 
   const tenth = Math.max(1, Math.round(VMS / 10));
-  const fill: string[] = [];
-  for (let from = 0; from < VMS; from += tenth) {
-    const to = Math.min(VMS, from + tenth);
-    fill.push(`${to}: ${(await createRate(busy, range('vm', from, to))).rate.toFixed(1)}/s`);
+  for (const node of full) {
+    const fill: string[] = [];
+    for (let from = 0; from < VMS; from += tenth) {
+      const to = Math.min(VMS, from + tenth);
+      fill.push(`${to}: ${(await createRate(node, range('vm', from, to))).rate.toFixed(1)}/s`);
+    }
+    console.log(
+      `${node.label}: fill to ${VMS}, creates per second by tenth: ${fill.join(', ')}  [load average ${loadAverage()}]`,
+    );
   }
-  console.log(
-    `fill to ${VMS}, creates per second by tenth: ${fill.join(', ')}  [load average ${loadAverage()}]`,
-  );
 
-  const batches = { idle: [] as Batch[], busy: [] as Batch[] };
+  const batches = { idle: [] as Batch[], busy: [] as Batch[], plain: [] as Batch[] };
   for (let round = 0; round < ROUNDS; round++) {
-    for (const node of [idle, busy]) {
+    for (const node of [idle, ...full]) {
       const names = range(`r${round}-`, 0, BATCH);
-      batches[node === idle ? 'idle' : 'busy'].push(await createRate(node, names));
+      batches[node.label as keyof typeof batches].push(await createRate(node, names));
       for (const vm of names) await destroy(node, vm);
     }
   }
-  const rate = (which: 'idle' | 'busy') => median(batches[which].map((b) => b.rate));
-  const cpu = (which: 'idle' | 'busy') => median(batches[which].map((b) => b.cpu));
-  const holderCpu = (which: 'idle' | 'busy') => median(batches[which].map((b) => b.holderCpu));
-  const each = (which: 'idle' | 'busy') => batches[which].map((b) => b.rate.toFixed(0)).join(' ');
+  type Which = keyof typeof batches;
+  const rate = (which: Which) => median(batches[which].map((b) => b.rate));
+  const cpu = (which: Which) => median(batches[which].map((b) => b.cpu));
+  const holderCpu = (which: Which) => median(batches[which].map((b) => b.holderCpu));
+  const each = (which: Which) => batches[which].map((b) => b.rate.toFixed(0)).join(' ');
   console.log(
     `create rate, ${ROUNDS} alternating batches of ${BATCH} (medians): none running ${rate('idle').toFixed(1)}/s (${each('idle')}), ${VMS} running ${rate('busy').toFixed(1)}/s (${each('busy')}): ratio ${(rate('busy') / rate('idle')).toFixed(2)} (target ≥ 0.9)  [load average ${loadAverage()}]`,
   );
   console.log(
     `CPU per create (medians): petreld none running ${cpu('idle').toFixed(2)} ms, ${VMS} running ${cpu('busy').toFixed(2)} ms (ratio ${(cpu('busy') / cpu('idle')).toFixed(2)}); its holder ${holderCpu('idle').toFixed(2)} ms, ${holderCpu('busy').toFixed(2)} ms`,
   );
+  if (plain !== null)
+    console.log(
+      `jailed beside unjailed, ${VMS} running each, same rounds (medians): create rate ${rate('busy').toFixed(1)}/s vs ${rate('plain').toFixed(1)}/s (${each('plain')}), ratio ${(rate('busy') / rate('plain')).toFixed(2)}; petreld CPU per create ${cpu('busy').toFixed(2)} vs ${cpu('plain').toFixed(2)} ms, ratio ${(cpu('busy') / cpu('plain')).toFixed(2)} (target: within 10 %)`,
+    );
 
   const infos: number[] = [];
   for (let i = 0; i < INFOS; i++) {
@@ -293,11 +320,18 @@ try {
   rss(`${VMS} running, at once`, busy);
   await sleep(SETTLE_MS);
   const fullBusy = rss(`${VMS} running`, busy);
+  const fullPlain = plain === null ? 0 : rss(`${VMS} running`, plain);
   const endIdle = rss('none running, after the same batches (control)', idle);
   const growth = fullBusy - idleBusy;
   console.log(
     `busy, none → ${VMS} running: RSS growth ${growth.toFixed(1)} MiB, ${((growth * 1024) / VMS).toFixed(1)} KiB per unikernel (target ≤ 20 MiB); the control grew ${(endIdle - idleIdle).toFixed(1)} MiB meanwhile`,
   );
+  if (plain !== null) {
+    const plainGrowth = fullPlain - idlePlain;
+    console.log(
+      `RSS growth to ${VMS} running, jailed beside unjailed: ${growth.toFixed(1)} vs ${plainGrowth.toFixed(1)} MiB (difference ${(growth - plainGrowth).toFixed(1)} MiB, ${(((growth - plainGrowth) * 1024) / VMS).toFixed(1)} KiB per unikernel; target: within 10 %)`,
+    );
+  }
   const holder = holderPid(busy.runDir);
   console.log(
     `open files with ${VMS} running: petreld ${openFiles(busy.daemon.pid)}, its holder ${holder === null ? '?' : openFiles(holder)}`,
