@@ -28,7 +28,9 @@ export const guestMode: 'real' | 'fake-kvm' = process.env.SOLO5_HVT || kvmUsable
 
 /**
  * Returns the tender path for tests. In fake-kvm mode writes the wrapper into `dir`: canary
- * modes map to scripted guests (hello, exit N, wait WORD, sleep S, crash N).
+ * modes map to scripted guests (hello, exit N, wait WORD, sleep S, flood N, count MS [N]; a
+ * count without N ticks 2,000 times, then waits: a script is one environment string, at most
+ * 128 KiB).
  */
 export async function testTender(dir: string): Promise<string> {
   if (process.env.SOLO5_HVT) return process.env.SOLO5_HVT;
@@ -43,11 +45,11 @@ export async function testTender(dir: string): Promise<string> {
 # petrel-jail-allow: ${hvt} ${path.join(build, 'fake-kvm.so')}
 HVT='${hvt}'
 case "$1" in --version|--help) exec "$HVT" "$@";; esac
-state=0; mode=; arg=
+state=0; mode=; arg=; arg2=
 for a in "$@"; do
   if [ $state = 2 ]; then
     case "$a" in --name=*|--solo5:*) continue;; esac
-    if [ -z "$mode" ]; then mode=$a; elif [ -z "$arg" ]; then arg=$a; fi
+    if [ -z "$mode" ]; then mode=$a; elif [ -z "$arg" ]; then arg=$a; elif [ -z "$arg2" ]; then arg2=$a; fi
     continue
   fi
   if [ $state = 1 ]; then state=2; continue; fi
@@ -58,6 +60,10 @@ case "$mode" in
   exit) s="halt,$arg";;
   wait) s="puts,petrel-canary $arg\\\\n;sleep";;
   sleep) s=""; i=1; while [ $i -le "$arg" ]; do s="$s;puts,petrel-canary tick $i\\\\n;poll,1000000000"; i=$((i+1)); done; s="\${s#;};halt,0";;
+  flood) s=""; i=1; n=\${arg:-1000}; while [ $i -le "$n" ]; do s="$s;puts,petrel-canary flood $i\\\\n"; i=$((i+1)); done; s="\${s#;};halt,0";;
+  count) s=""; i=1; n=\${arg2:-0}; last=$n; [ "$n" = 0 ] && last=2000; ns=$(( \${arg:-100} * 1000000 ))
+    while [ $i -le "$last" ]; do s="$s;puts,petrel-canary count $i\\\\n;poll,$ns"; i=$((i+1)); done
+    if [ "$n" = 0 ]; then s="\${s#;};sleep"; else s="\${s#;};halt,0"; fi;;
   *) s="puts,unknown mode $mode\\\\n;halt,1";;
 esac
 FAKEKVM_SCRIPT="$s" LD_PRELOAD='${path.join(build, 'fake-kvm.so')}' exec "$HVT" "$@"
