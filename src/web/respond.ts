@@ -29,8 +29,13 @@ export function sendJson(
   response.end(body);
 }
 
-export function tooLarge(length: number | null, limit: number): ApiResponse {
-  const what = length === null ? 'the image' : `the image of ${length} bytes`;
+/** A body above maxFrameBytes: by its declared length, or once that much has arrived (null). */
+export function tooLarge(
+  length: number | null,
+  limit: number,
+  body: 'image' | 'data' = 'image',
+): ApiResponse {
+  const what = length === null ? `the ${body}` : `the ${body} of ${length} bytes`;
   return apiError(
     413,
     'E_WEB_TOO_LARGE',

@@ -68,6 +68,7 @@ import { type Action, BODIES, CHANGES, matchRoute } from './routes.js';
 import {
   consoleSelect,
   type EventOf,
+  type Run,
   relayBlockDump,
   relayEvents,
   relayImageDownload,
@@ -391,10 +392,6 @@ class Web implements WebServer {
     request: IncomingMessage,
     ask: (name: Name, command: Command, body?: IncomingMessage) => Promise<Answer>,
   ): Promise<ApiResponse> {
-    const name = nameUnder(path, text);
-    if (!name.ok) return name.error;
-    const command = createCommand(query);
-    if (!command.ok) return command.error;
     const type = request.headers['content-type'] ?? '';
     if (/^multipart\//i.test(type)) {
       return apiError(
@@ -404,16 +401,38 @@ class Web implements WebServer {
         EXIT.usage,
       );
     }
+    const command = createCommand(query);
+    return this.#withBody(path, text, request, ask, command, 'image', 201);
+  }
+
+  /**
+   * A command whose body is streamed to petreld after it (a create's image, a block's data): the
+   * name, the command and the body's declared length are checked before any frame is sent, and
+   * petreld's string reply is the answer (`created`: its status).
+   */
+  async #withBody(
+    path: VerifiedToken['path'],
+    text: string,
+    request: IncomingMessage,
+    ask: (name: Name, command: Command, body?: IncomingMessage) => Promise<Answer>,
+    command: Result<Command, ApiResponse>,
+    what: 'image' | 'data',
+    created: 200 | 201,
+  ): Promise<ApiResponse> {
+    const name = nameUnder(path, text);
+    if (!name.ok) return name.error;
+    if (!command.ok) return command.error;
     if (!hasBody(request))
-      return apiError(400, 'E_WEB_BODY', 'the image is the request body, and there is none', EXIT.usage);
+      return apiError(400, 'E_WEB_BODY', `the ${what} is the request body, and there is none`, EXIT.usage);
     const limit = this.#options.maxFrameBytes ?? TLS_DEFAULTS.maxFrameBytes;
     const length = Number(request.headers['content-length'] ?? 0);
-    if (length > limit) return tooLarge(length, limit);
+    if (length > limit) return tooLarge(length, limit, what);
+    // A block's data larger than the device petreld refuses as it arrives ("data exceeds block size").
     const answer = await ask(name.value, command.value, request);
-    if (answer.kind === 'error' && answer.code === 'E_TLS_FRAME_TOO_LARGE') return tooLarge(null, limit);
-    if (answer.kind === 'reply' && answer.reply.type === 'string') {
-      return { status: 201, body: { name: text, reply: answer.reply.text } };
-    }
+    if (answer.kind === 'error' && answer.code === 'E_TLS_FRAME_TOO_LARGE')
+      return tooLarge(null, limit, what);
+    if (answer.kind === 'reply' && answer.reply.type === 'string')
+      return { status: created, body: { name: text, reply: answer.reply.text } };
     return answered(answer, 'string');
   }
 
@@ -469,7 +488,7 @@ class Web implements WebServer {
   }
 
   /** A subscription of a token's delegation as Server-Sent Events (streams.ts). */
-  async #events(
+  #events(
     token: VerifiedToken,
     text: string,
     command: Command,
@@ -477,51 +496,48 @@ class Web implements WebServer {
     remote: string,
     event: EventOf,
   ): Promise<void> {
+    return this.#relay(token, text, command, response, remote, (r, run) => relayEvents(r, event, run));
+  }
+
+  /** One command of a token's delegation whose answer a relay of streams.ts writes as it comes. */
+  async #relay(
+    token: VerifiedToken,
+    text: string,
+    command: Command,
+    response: ServerResponse,
+    remote: string,
+    relay: (response: ServerResponse, run: Run) => Promise<void>,
+  ): Promise<void> {
     const name = nameUnder(token.path, text);
     if (!name.ok) return sendJson(response, name.error);
-    await relayEvents(response, event, (client) =>
-      proxy(this.#proxyRequest(token, name.value, command, client, remote)),
-    );
+    await relay(response, (client) => proxy(this.#proxyRequest(token, name.value, command, client, remote)));
   }
 
   /** PUT /api/v1/blocks/{name}/data: the body becomes the device's content, streamed as it comes. */
-  async #blockSet(
+  #blockSet(
     path: VerifiedToken['path'],
     text: string,
     request: IncomingMessage,
     ask: (name: Name, command: Command, body?: IncomingMessage) => Promise<Answer>,
   ): Promise<ApiResponse> {
-    const name = nameUnder(path, text);
-    if (!name.ok) return name.error;
-    if (!hasBody(request))
-      return apiError(400, 'E_WEB_BODY', 'the data is the request body, and there is none', EXIT.usage);
-    // petreld refuses data larger than the device ("data exceeds block size") as it arrives.
-    const answer = await ask(name.value, { type: 'block-set', compressed: false }, request);
-    if (answer.kind === 'reply' && answer.reply.type === 'string')
-      return { status: 200, body: { name: text, reply: answer.reply.text } };
-    return answered(answer, 'string');
+    const command: Command = { type: 'block-set', compressed: false };
+    return this.#withBody(path, text, request, ask, ok(command), 'data', 200);
   }
 
   /** GET /api/v1/blocks/{name}/data: the device's content, relayed as petreld reads it (streams.ts). */
-  async #blockDump(
-    token: VerifiedToken,
-    text: string,
-    response: ServerResponse,
-    remote: string,
-  ): Promise<void> {
-    const name = nameUnder(token.path, text);
-    if (!name.ok) return sendJson(response, name.error);
-    await relayBlockDump(response, (client) =>
-      proxy(this.#proxyRequest(token, name.value, { type: 'block-dump', level: 0 }, client, remote)),
-    );
+  #blockDump(token: VerifiedToken, text: string, response: ServerResponse, remote: string): Promise<void> {
+    return this.#relay(token, text, { type: 'block-dump', level: 0 }, response, remote, relayBlockDump);
   }
 
   /** GET /api/v1/unikernels/{name}/image: its image as stored (petrel get), relayed (streams.ts). */
-  async #image(token: VerifiedToken, text: string, response: ServerResponse, remote: string): Promise<void> {
-    const name = nameUnder(token.path, text);
-    if (!name.ok) return sendJson(response, name.error);
-    await relayImageDownload(response, (client) =>
-      proxy(this.#proxyRequest(token, name.value, { type: 'unikernel-get', level: 0 }, client, remote)),
+  #image(token: VerifiedToken, text: string, response: ServerResponse, remote: string): Promise<void> {
+    return this.#relay(
+      token,
+      text,
+      { type: 'unikernel-get', level: 0 },
+      response,
+      remote,
+      relayImageDownload,
     );
   }
 

@@ -14,7 +14,111 @@ import { SECURITY_HEADERS, sendJson } from './respond.js';
 /** An event (its name and data) for a data frame, or null to pass it over. */
 export type EventOf = (data: Extract<Payload, { kind: 'data' }>['data']) => [string, Json] | null;
 
-type Run = (client: RequestChannel) => Promise<unknown>;
+export type Run = (client: RequestChannel) => Promise<unknown>;
+
+/** What a relay does with a frame once the response has begun. */
+type Step =
+  | { readonly kind: 'write'; readonly bytes: string | Uint8Array }
+  | { readonly kind: 'skip' }
+  /** The whole body has come: end the response (after `last`). */
+  | { readonly kind: 'end'; readonly last?: string }
+  /** petreld failed midway: cut the response, so a partial body is never taken whole. */
+  | { readonly kind: 'cut' };
+
+/** The first frame's meaning: the response's head (and what to write first), or an error answer. */
+type Opening =
+  | {
+      readonly kind: 'open';
+      readonly headers: Record<string, string | number>;
+      readonly first?: string | Uint8Array;
+    }
+  | { readonly kind: 'refuse'; readonly reply: ApiResponse };
+
+interface Relay {
+  /** The proxy's writes are raw pieces (a get's image), not whole frames. */
+  readonly raw?: boolean;
+  open(payload: Uint8Array): Opening;
+  next(payload: Uint8Array): Step;
+  /** petreld went away after the response began, without saying the body was whole. */
+  readonly unfinished: 'end' | 'cut' | { readonly last: string };
+}
+
+/**
+ * The skeleton every relay shares: the first reply opens the response (or is an error answer),
+ * each later frame is written as `relay` says, waiting for a slow reader to drain (so petreld's
+ * bounded queue for this subscriber, or the proxy's read-ahead, bounds what waits), and an
+ * exchange that ends without any reply is a 502.
+ */
+async function relay(response: ServerResponse, run: Run, relay: Relay): Promise<void> {
+  const closed = new Promise<void>((resolve) => response.once('close', resolve));
+  let opened = false;
+  const write = async (bytes: string | Uint8Array): Promise<boolean> => {
+    if (!response.write(bytes)) await Promise.race([new Promise((r) => response.once('drain', r)), closed]);
+    return !response.destroyed;
+  };
+  const client = new RequestChannel(null, closed, async (payload) => {
+    if (response.destroyed || response.writableEnded) return false;
+    if (!opened) {
+      const opening = relay.open(payload);
+      if (opening.kind === 'refuse') {
+        sendJson(response, opening.reply);
+        return false;
+      }
+      opened = true;
+      response.writeHead(200, { ...SECURITY_HEADERS, ...opening.headers });
+      return opening.first === undefined || opening.first.length === 0 ? true : write(opening.first);
+    }
+    const step = relay.next(payload);
+    switch (step.kind) {
+      case 'write':
+        return write(step.bytes);
+      case 'skip':
+        return true;
+      case 'end':
+        if (step.last === undefined) response.end();
+        else response.end(step.last);
+        return false;
+      case 'cut':
+        response.destroy();
+        return false;
+    }
+  });
+  client.rawWrites = relay.raw === true;
+  await run(client);
+  if (!response.headersSent)
+    sendJson(response, apiError(502, 'E_CLIENT_PROTOCOL', 'no reply from petreld', EXIT.protocol));
+  else if (!response.writableEnded) {
+    const unfinished = relay.unfinished;
+    if (unfinished === 'cut') response.destroy();
+    else if (unfinished === 'end') response.end();
+    else response.end(unfinished.last);
+  }
+}
+
+/** A decoded frame's payload, or null for one that does not decode. */
+function payloadOf(bytes: Uint8Array): Payload | null {
+  const decoded = decodeWire(bytes);
+  return decoded.ok ? decoded.value.payload : null;
+}
+
+/** Anything but the reply that opens a relay: petreld's Failure, or a broken exchange. */
+function refusal(p: Payload | null, what: string): Opening {
+  return {
+    kind: 'refuse',
+    reply: answered(p?.kind === 'failure' ? { kind: 'failure', message: p.message } : BROKEN, what),
+  };
+}
+
+/** One Server-Sent Event. */
+export const sseEvent = (kind: string, data: Json): string =>
+  `event: ${kind}\ndata: ${JSON.stringify(data)}\n\n`;
+
+/** The head of an event stream (and its first comment, so a client sees it open). */
+export const SSE_HEADERS = {
+  'content-type': 'text/event-stream; charset=utf-8',
+  'x-accel-buffering': 'no',
+} as const;
+export const SSE_OPENED = ': subscribed\n\n';
 
 /**
  * A subscription as Server-Sent Events: petreld's reply opens the stream (a Failure is an
@@ -22,55 +126,25 @@ type Run = (client: RequestChannel) => Promise<unknown>;
  * the client goes away (which ends the subscription on petreld's side, as a TLS subscriber's
  * close does) or petreld ends it (`event: end`, with its message).
  */
-export async function relayEvents(response: ServerResponse, event: EventOf, run: Run): Promise<void> {
-  const closed = new Promise<void>((resolve) => response.once('close', resolve));
-  let opened = false;
-  const send = (kind: string, data: Json): boolean =>
-    response.write(`event: ${kind}\ndata: ${JSON.stringify(data)}\n\n`);
-  const client = new RequestChannel(null, closed, async (payload) => {
-    if (response.destroyed || response.writableEnded) return false;
-    const decoded = decodeWire(payload);
-    if (!decoded.ok) return false;
-    const p = decoded.value.payload;
-    if (!opened) {
-      if (p.kind !== 'reply') {
-        sendJson(
-          response,
-          answered(p.kind === 'failure' ? { kind: 'failure', message: p.message } : BROKEN, 'a subscription'),
-        );
-        return false;
+export function relayEvents(response: ServerResponse, event: EventOf, run: Run): Promise<void> {
+  return relay(response, run, {
+    open: (bytes) => {
+      const p = payloadOf(bytes);
+      if (p?.kind !== 'reply') return refusal(p, 'a subscription');
+      return { kind: 'open', headers: SSE_HEADERS, first: SSE_OPENED };
+    },
+    next: (bytes) => {
+      const p = payloadOf(bytes);
+      if (p?.kind === 'data') {
+        const made = event(p.data);
+        return made === null ? { kind: 'skip' } : { kind: 'write', bytes: sseEvent(made[0], made[1]) };
       }
-      opened = true;
-      response.writeHead(200, {
-        ...SECURITY_HEADERS,
-        'content-type': 'text/event-stream; charset=utf-8',
-        'x-accel-buffering': 'no',
-      });
-      response.write(': subscribed\n\n');
-      return true;
-    }
-    if (p.kind === 'data') {
-      const made = event(p.data);
-      if (made !== null && !send(made[0], made[1])) {
-        // A slow reader: wait for it (petreld's queue for this subscriber bounds what waits).
-        await Promise.race([new Promise((r) => response.once('drain', r)), closed]);
-      }
-      return !response.destroyed;
-    }
-    if (p.kind === 'failure') {
-      send('end', { message: p.message });
-      response.end();
-      return false;
-    }
-    return true;
+      if (p?.kind === 'failure') return { kind: 'end', last: sseEvent('end', { message: p.message }) };
+      if (p === null) return { kind: 'end', last: sseEvent('end', { message: 'the subscription ended' }) };
+      return { kind: 'skip' };
+    },
+    unfinished: { last: sseEvent('end', { message: 'the subscription ended' }) },
   });
-  await run(client);
-  if (!response.headersSent)
-    sendJson(response, apiError(502, 'E_CLIENT_PROTOCOL', 'no reply from petreld', EXIT.protocol));
-  else if (!response.writableEnded) {
-    send('end', { message: 'the subscription ended' });
-    response.end();
-  }
 }
 
 /**
@@ -78,88 +152,48 @@ export async function relayEvents(response: ServerResponse, event: EventOf, run:
  * with its length; `deflate`-encoded when petreld sends it compressed. A failure before it is an
  * error response; a break inside it cuts the response, so a short image is never taken whole.
  */
-export async function relayImageDownload(response: ServerResponse, run: Run): Promise<void> {
-  const closed = new Promise<void>((resolve) => response.once('close', resolve));
-  let opened = false;
-  const client = new RequestChannel(null, closed, async (bytes) => {
-    if (response.destroyed || response.writableEnded) return false;
-    if (!opened) {
+export function relayImageDownload(response: ServerResponse, run: Run): Promise<void> {
+  return relay(response, run, {
+    raw: true,
+    open: (bytes) => {
       const total = bytes.length >= 4 ? new DataView(bytes.buffer, bytes.byteOffset, 4).getInt32(0) : -1;
       const head = total > 0 ? readImageReplyHead(bytes.subarray(4), total) : null;
-      if (head === null || head === 'more') {
-        // Not an image: a whole reply (petreld's Failure), as any other.
-        const decoded = decodeWire(bytes.subarray(4));
-        const p = decoded.ok ? decoded.value.payload : null;
-        sendJson(
-          response,
-          answered(p?.kind === 'failure' ? { kind: 'failure', message: p.message } : BROKEN, 'an image'),
-        );
-        return false;
-      }
-      opened = true;
-      response.writeHead(200, {
-        ...SECURITY_HEADERS,
-        'content-type': 'application/octet-stream',
-        'content-length': head.imageLength,
-        ...(head.compressed ? { 'content-encoding': 'deflate' } : {}),
-      });
-      bytes = bytes.subarray(4 + head.headLength);
-      if (bytes.length === 0) return true;
-    }
-    if (!response.write(bytes)) await Promise.race([new Promise((r) => response.once('drain', r)), closed]);
-    return !response.destroyed;
+      // Not an image: a whole reply (petreld's Failure), as any other.
+      if (head === null || head === 'more') return refusal(payloadOf(bytes.subarray(4)), 'an image');
+      return {
+        kind: 'open',
+        headers: {
+          'content-type': 'application/octet-stream',
+          'content-length': head.imageLength,
+          ...(head.compressed ? { 'content-encoding': 'deflate' } : {}),
+        },
+        first: bytes.subarray(4 + head.headLength),
+      };
+    },
+    next: (bytes) => ({ kind: 'write', bytes }),
+    // The length was promised: a short body is cut by node:http's own check.
+    unfinished: 'end',
   });
-  client.rawWrites = true;
-  await run(client);
-  if (!response.headersSent)
-    sendJson(response, apiError(502, 'E_CLIENT_PROTOCOL', 'no reply from petreld', EXIT.protocol));
-  else if (!response.writableEnded) response.end();
 }
 
 /** A block dump's Data frames as the body, in order; cut (never short) if petreld fails midway. */
-export async function relayBlockDump(response: ServerResponse, run: Run): Promise<void> {
-  const closed = new Promise<void>((resolve) => response.once('close', resolve));
-  let opened = false;
-  const client = new RequestChannel(null, closed, async (payload) => {
-    if (response.destroyed || response.writableEnded) return false;
-    const decoded = decodeWire(payload);
-    if (!decoded.ok) return false;
-    const p = decoded.value.payload;
-    if (!opened) {
-      if (p.kind !== 'reply' || p.reply.type !== 'block-device-image') {
-        sendJson(
-          response,
-          answered(p.kind === 'failure' ? { kind: 'failure', message: p.message } : BROKEN, 'a block dump'),
-        );
-        return false;
-      }
-      opened = true;
+export function relayBlockDump(response: ServerResponse, run: Run): Promise<void> {
+  return relay(response, run, {
+    open: (bytes) => {
+      const p = payloadOf(bytes);
+      if (p?.kind !== 'reply' || p.reply.type !== 'block-device-image') return refusal(p, 'a block dump');
       // Compressed by petreld: zlib, which is HTTP's `deflate`; clients inflate it.
       const encoding: Record<string, string> = p.reply.compressed ? { 'content-encoding': 'deflate' } : {};
-      response.writeHead(200, {
-        ...SECURITY_HEADERS,
-        'content-type': 'application/octet-stream',
-        ...encoding,
-      });
-      return true;
-    }
-    if (p.kind === 'data' && p.data.type === 'block') {
-      if (p.data.data === null) {
-        response.end();
-        return false;
-      }
-      if (!response.write(p.data.data))
-        await Promise.race([new Promise((r) => response.once('drain', r)), closed]);
-      return !response.destroyed;
-    }
-    // A failure once the data has begun: the response is cut, so a partial dump is never taken for a whole one.
-    response.destroy();
-    return false;
+      return { kind: 'open', headers: { 'content-type': 'application/octet-stream', ...encoding } };
+    },
+    next: (bytes) => {
+      const p = payloadOf(bytes);
+      if (p?.kind === 'data' && p.data.type === 'block')
+        return p.data.data === null ? { kind: 'end' } : { kind: 'write', bytes: p.data.data };
+      return { kind: 'cut' };
+    },
+    unfinished: 'cut',
   });
-  await run(client);
-  if (!response.headersSent)
-    sendJson(response, apiError(502, 'E_CLIENT_PROTOCOL', 'no reply from petreld', EXIT.protocol));
-  else if (!response.writableEnded) response.destroy();
 }
 
 const BROKEN: Answer = {
