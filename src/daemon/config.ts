@@ -14,6 +14,12 @@ import { DEFAULT_RUN_DIR, SOCKET_NAMES as SOCKETS } from './layout.js';
 
 /** A runtime this node hosts. `--runtimes none` is the empty list: the node only probes and reports. */
 export type Runtime = 'hvt' | 'spt';
+/**
+ * What the configuration asks to host: a list (each one required, start-up fails naming what
+ * it lacks), or `auto`: every runtime the probe finds usable, failing only when none is (what a
+ * package's conffile can say on any host; see hostedRuntimes()).
+ */
+export type RuntimeChoice = readonly Runtime[] | 'auto';
 export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
 /** `auto`: human lines when standard output is a terminal, JSON lines otherwise (journald, files). */
 export type LogFormat = 'auto' | 'json' | 'pretty';
@@ -32,7 +38,7 @@ export interface Endpoint {
 export interface PetrelConfig {
   readonly stateDir: string;
   readonly runDir: string;
-  readonly runtimes: readonly Runtime[];
+  readonly runtimes: RuntimeChoice;
   readonly kvmDevice: string;
   readonly tenderHvt: string | null;
   readonly tenderSpt: string | null;
@@ -204,11 +210,12 @@ function stringList(raw: unknown): Result<readonly string[], string> {
   return fail('expected a list of strings');
 }
 
-const runtimes: Parse<readonly Runtime[]> = (raw) => {
+const runtimes: Parse<RuntimeChoice> = (raw) => {
   const list = stringList(raw);
   if (!list.ok) return list;
-  const expected = 'expected "none" or a list of runtimes from hvt, spt';
+  const expected = 'expected "auto", "none" or a list of runtimes from hvt, spt';
   if (list.value.length === 1 && list.value[0] === 'none') return ok([]);
+  if (list.value.length === 1 && list.value[0] === 'auto') return ok('auto');
   if (list.value.length === 0) return fail(expected);
   const chosen = new Set<Runtime>();
   for (const item of list.value) {
@@ -303,9 +310,9 @@ export const CONFIG_FIELDS: { readonly [K in ConfigKey]: ConfigField<PetrelConfi
   runtimes: field({
     table: null,
     arg: 'LIST',
-    defaultValue: Object.freeze(['hvt'] as const),
+    defaultValue: Object.freeze(['hvt'] as const) as RuntimeChoice,
     defaultText: 'hvt',
-    help: 'runtimes this node hosts (hvt, spt), or none: probe and report only; start-up fails if one is unusable',
+    help: 'runtimes this node hosts (hvt, spt), start-up fails if one is unusable; auto: those the probe finds usable (fails if none); none: probe and report only',
     parse: runtimes,
   }),
   kvmDevice: field({

@@ -27,7 +27,7 @@ import { type CanaryResult, runCanary } from './canary.js';
 import type { PetrelConfig, Runtime } from './config.js';
 import type { Metrics } from './metrics.js';
 import { duplexPair } from './pair.js';
-import { type CheckResult, preflight, preflightError, probeOptions } from './preflight.js';
+import { type CheckResult, hostedRuntimes, preflight, preflightError, probeOptions } from './preflight.js';
 import { type LocalSockets, listenLocalSockets } from './sockets.js';
 
 export interface DaemonOptions {
@@ -125,7 +125,8 @@ export function createDaemon(options: DaemonOptions): Daemon {
     hub,
     log,
     stopTimeoutMs: config.stopTimeout,
-    runtimes: config.runtimes,
+    // With runtimes = "auto" none until the probe has said (see start()).
+    runtimes: config.runtimes === 'auto' ? [] : config.runtimes,
     // The fleet registry hears of every change of the tree (the reporter coalesces them).
     onTreeChange: () => fleet?.reporter.changed(),
     compactStateBytes: config.stateJournalMax,
@@ -190,6 +191,8 @@ export function createDaemon(options: DaemonOptions): Daemon {
     }
     const fatal = preflightError(results);
     if (fatal !== null) return { ok: false, error: fatal };
+    const runtimes = hostedRuntimes(config, results);
+    engine.hostRuntimes(runtimes);
 
     const root = rootPolicy(report, config.offerMemory);
     if (!root.ok) return root;
@@ -279,7 +282,7 @@ export function createDaemon(options: DaemonOptions): Daemon {
     }
 
     const canaries: (CanaryResult & { runtime: Runtime })[] = [];
-    for (const runtime of config.runtimes) {
+    for (const runtime of runtimes) {
       const image = options.canaryImages?.[runtime] ?? bundledNativePath(`canary.${runtime}`);
       if (image === null) {
         await stop({ stopGuests: false });
@@ -311,14 +314,14 @@ export function createDaemon(options: DaemonOptions): Daemon {
     const node = await writeFileAtomic(
       path.join(config.runDir, 'node.json'),
       Buffer.from(
-        `${JSON.stringify({ report, canaries, jail: nodeJail(config, host.jailInfo()) }, null, 2)}\n`,
+        `${JSON.stringify({ report, runtimes, canaries, jail: nodeJail(config, host.jailInfo()) }, null, 2)}\n`,
       ),
       { mode: 0o644 },
     );
     // A full run directory does not stop a start that has adopted its guests: said, not fatal.
     if (!node.ok) log.warn({ problem: node.error.message }, 'could not write node.json');
     if (config.fleetDb !== null) {
-      const joined = await joinFleet(config, engine, probeNow, log, tlsAddress);
+      const joined = await joinFleet(config, runtimes, engine, probeNow, log, tlsAddress);
       if (!joined.ok) {
         await stop({ stopGuests: false });
         return joined;
@@ -332,6 +335,7 @@ export function createDaemon(options: DaemonOptions): Daemon {
         readyMs,
         probedMs,
         restoredMs,
+        runtimes,
         adopted: restored.value.adopted.length,
         started: restored.value.started.length,
         failed: restored.value.failed.length,
@@ -474,6 +478,7 @@ async function openWeb(
  */
 async function joinFleet(
   config: PetrelConfig,
+  runtimes: readonly Runtime[],
   engine: Engine,
   probe: () => Promise<CapabilityReport>,
   log: Logger,
@@ -497,7 +502,7 @@ async function joinFleet(
     nodeId: config.nodeId,
     address: `${host}:${port}`,
     probe,
-    runtimes: config.runtimes,
+    runtimes,
     capacity: () => capacityOf(engine.tree),
     heartbeatMs: config.fleetHeartbeat,
     logger: log,

@@ -29,7 +29,7 @@ import {
   probeHost,
   usableTender,
 } from '../tender/probe.js';
-import { keyPath, type PetrelConfig, socketPaths } from './config.js';
+import { keyPath, type PetrelConfig, type Runtime, socketPaths } from './config.js';
 
 export type CheckStatus = 'PASS' | 'FAIL' | 'WARN';
 
@@ -58,9 +58,12 @@ const EXPIRY_WARNING_MS = 30 * 24 * 3600 * 1000;
  */
 export function requiredChecks(config: PetrelConfig): ReadonlySet<string> {
   const required = new Set<string>();
-  if (config.runtimes.length === 0) return required;
-  if (config.runtimes.includes('hvt')) required.add('kvm').add('tenders.hvt');
-  if (config.runtimes.includes('spt')) required.add('tenders.spt');
+  if (config.runtimes === 'auto') required.add('runtimes');
+  else if (config.runtimes.length === 0) return required;
+  else {
+    if (config.runtimes.includes('hvt')) required.add('kvm').add('tenders.hvt');
+    if (config.runtimes.includes('spt')) required.add('tenders.spt');
+  }
   required.add('spawner').add('holder').add('stateDir').add('runDir').add('sockets');
   for (const bridge of config.bridges) required.add(`bridges.${bridge}`);
   if (config.bridges.length > 0) required.add('tun').add('netAdmin');
@@ -422,7 +425,55 @@ export async function preflight(
   results.push(await tlsCheck(config, required.has('tls'), options.now ?? new Date()));
   results.push(await webCheck(config, required.has('web'), options.now ?? new Date()));
   results.push(...(await jailChecks(config, required)));
+  if (config.runtimes === 'auto') results.push(runtimesCheck(results));
   return results;
+}
+
+/** What each runtime needs to pass: hvt a usable /dev/kvm and an hvt tender, spt an spt tender. */
+const RUNTIME_NEEDS: Readonly<Record<Runtime, readonly string[]>> = {
+  hvt: ['kvm', 'tenders.hvt'],
+  spt: ['tenders.spt'],
+};
+
+/** Each runtime with the checks it needs that did not pass (none: it can run here). */
+function runtimeGaps(results: readonly CheckResult[]): readonly { runtime: Runtime; missing: string[] }[] {
+  const byName = new Map(results.map((r) => [r.name, r]));
+  return (['hvt', 'spt'] as const).map((runtime) => ({
+    runtime,
+    missing: RUNTIME_NEEDS[runtime]
+      .filter((name) => byName.get(name)?.status !== 'PASS')
+      .map((name) => `${name} ${byName.get(name)?.status ?? 'not run'}`),
+  }));
+}
+
+/**
+ * The runtimes this node hosts: those configured, or with `runtimes = "auto"` every one whose
+ * checks passed — decided once, at start, from the probe.
+ */
+export function hostedRuntimes(config: PetrelConfig, results: readonly CheckResult[]): readonly Runtime[] {
+  if (config.runtimes !== 'auto') return config.runtimes;
+  return runtimeGaps(results)
+    .filter((gap) => gap.missing.length === 0)
+    .map((gap) => gap.runtime);
+}
+
+/** `runtimes = "auto"`: which runtimes the probe allows, and why each other one is left out. */
+function runtimesCheck(results: readonly CheckResult[]): CheckResult {
+  const gaps = runtimeGaps(results);
+  const hosted = gaps.filter((gap) => gap.missing.length === 0).map((gap) => gap.runtime);
+  const left = gaps
+    .filter((gap) => gap.missing.length > 0)
+    .map((gap) => `${gap.runtime} left out: ${gap.missing.join(', ')}`);
+  const why = left.length === 0 ? '' : ` (${left.join('; ')})`;
+  if (hosted.length > 0) return result('runtimes', passed(`auto: hosts ${hosted.join(', ')}${why}`), true);
+  return result(
+    'runtimes',
+    failed(
+      `auto: this host can run neither hvt nor spt unikernels${why}`,
+      'see the kvm and tenders rows above; or set runtimes = "none" to only probe and report',
+    ),
+    true,
+  );
 }
 
 /**

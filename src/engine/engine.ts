@@ -202,7 +202,7 @@ export class Engine {
   readonly #stopTimeoutMs: number;
   readonly #restart: RestartOptions;
   readonly #now: () => number;
-  readonly #runtimes: readonly TenderKind[];
+  #runtimes: readonly TenderKind[];
   readonly #blocks: BlockCommands;
   readonly #book: StateBook;
   readonly #users = new ImageUsers();
@@ -225,6 +225,14 @@ export class Engine {
     if (tree === this.#treeValue) return;
     this.#treeValue = tree;
     this.#onTreeChange?.(tree);
+  }
+
+  /**
+   * The runtimes this node hosts, once the probe has said (`runtimes = "auto"` is only known
+   * then): set before restore(), which re-creates what the state holds.
+   */
+  hostRuntimes(runtimes: readonly TenderKind[]): void {
+    this.#runtimes = runtimes;
   }
 
   constructor(options: EngineOptions) {

@@ -237,7 +237,7 @@ describe('validation', () => {
     });
     expect(errors(result)).toEqual([
       'runDir: expected a non-empty path',
-      'runtimes: expected "none" or a list of runtimes from hvt, spt, got "kvm"',
+      'runtimes: expected "auto", "none" or a list of runtimes from hvt, spt, got "kvm"',
       'tapPrefix: invalid tap prefix "ptap1": 1 to 14 bytes, not ending in a digit',
       'limits.maxFrameBytes: expected a positive integer',
       'limits.handshakeStallTimeout: expected a positive duration such as 10s, 500ms, 2m or a number of seconds',
@@ -295,10 +295,15 @@ describe('validation', () => {
     ]);
   });
 
-  it('runtimes: none alone, or hvt and spt; listen addresses with a default host', () => {
+  it('runtimes: none or auto alone, or hvt and spt; listen addresses with a default host', () => {
     expect(value(buildConfig({ flags: { runtimes: 'spt,hvt,hvt' } })).runtimes).toEqual(['hvt', 'spt']);
     expect(value(buildConfig({ document: { runtimes: 'none' } })).runtimes).toEqual([]);
-    expect(errors(buildConfig({ flags: { runtimes: '' } }))[0]).toMatch(/^--runtimes: expected "none"/u);
+    expect(value(buildConfig({ document: { runtimes: 'auto' } })).runtimes).toBe('auto');
+    expect(value(buildConfig({ flags: { runtimes: 'auto' } })).runtimes).toBe('auto');
+    expect(errors(buildConfig({ flags: { runtimes: 'auto,spt' } }))[0]).toMatch(/^--runtimes: .*got "auto"/u);
+    expect(errors(buildConfig({ flags: { runtimes: '' } }))[0]).toMatch(
+      /^--runtimes: expected "auto", "none"/u,
+    );
     expect(errors(buildConfig({ flags: { runtimes: 'none,hvt' } }))[0]).toMatch(/^--runtimes: /u);
     expect(value(buildConfig({ flags: { metricsListen: '9464' } })).metricsListen).toEqual({
       host: '127.0.0.1',

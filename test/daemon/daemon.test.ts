@@ -9,6 +9,7 @@ import type { Daemon } from '../../src/daemon/daemon.js';
 import { unwrap } from '../../src/resources/errors.js';
 import { makePolicy } from '../../src/resources/policy.js';
 import { readSolo5Notes } from '../../src/tender/elf.js';
+import { probeHost } from '../../src/tender/probe.js';
 import { build, canaryImage } from '../engine/guest.js';
 import { canaryConfig, makeNetns, storedState } from '../engine/harness.js';
 import { commandFrame, open, request, said } from './client.js';
@@ -246,6 +247,29 @@ describe('petreld start-up', () => {
     const started = await start({ tenderHvt: liar, canaryDeadline: '500ms' });
     expect(started.ok).toBe(false);
     if (!started.ok) expect(started.error.message).toContain('not carrying the nonce');
+  });
+
+  it('runtimes auto on a host whose /dev/kvm does not open: hosts spt, boots its canary, refuses hvt', async () => {
+    // The real probe: the fake-KVM test double would answer yes whatever the device.
+    const started = await startDaemon(
+      dir,
+      netns.name,
+      { runtimes: 'auto', kvmDevice: path.join(dir, 'no-kvm') },
+      undefined,
+      probeHost,
+    );
+    daemon = started.daemon;
+    const report = unwrap(started.started);
+    expect(report.canaries.map((c) => c.runtime)).toEqual(['spt']);
+    const node = JSON.parse(await readFile(path.join(dir, 'run', 'node.json'), 'utf8'));
+    expect(node.runtimes).toEqual(['spt']);
+    const replies = await request(sock('vmmd.sock'), ':vm', {
+      type: 'unikernel-create',
+      force: false,
+      release: '2.7',
+      config: await canaryConfig(canaryImage, ['wait', 'x']),
+    });
+    expect(replies.map(said)).toEqual(['Failure: this node does not run hvt unikernels (--runtimes spt)']);
   });
 
   it('a node with runtimes none boots no canary and refuses to host unikernels', async () => {

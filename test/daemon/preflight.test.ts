@@ -13,6 +13,7 @@ import {
   checkHost,
   fatalFailures,
   formatChecks,
+  hostedRuntimes,
   preflight,
   preflightError,
   probeOptions,
@@ -334,6 +335,52 @@ describe.skipIf(!isRoot)('the jail', () => {
     } finally {
       parent.kill('SIGKILL');
     }
+  });
+});
+
+describe('runtimes auto', () => {
+  /** An spt tender the probe accepts (a fake one: its --version is all the probe runs). */
+  async function sptTender(): Promise<string> {
+    const file = path.join(dir, 'solo5-spt');
+    await writeFakeTender(file);
+    return file;
+  }
+
+  it('hosts what the probe allows: without KVM spt alone, the kvm row a warning that says why', async () => {
+    const cfg = config({ runtimes: 'auto', tenderSpt: await sptTender() });
+    await hvtTender(cfg);
+    const results = await preflight(cfg, await probe(cfg, { kvmProbe: null }));
+    expect(requiredChecks(cfg)).toContain('runtimes');
+    expect(requiredChecks(cfg)).not.toContain('kvm');
+    expect(byName(results, 'kvm')).toMatchObject({ status: 'WARN', fatal: false });
+    expect(byName(results, 'runtimes')).toMatchObject({ status: 'PASS', fatal: true });
+    expect(byName(results, 'runtimes')?.detail).toBe('auto: hosts spt (hvt left out: kvm WARN)');
+    expect(hostedRuntimes(cfg, results)).toEqual(['spt']);
+    expect(preflightError(results)).toBeNull();
+  });
+
+  it('with KVM and both tenders, both', async () => {
+    const cfg = config({ runtimes: 'auto', tenderSpt: await sptTender() });
+    await hvtTender(cfg);
+    const results = await preflight(cfg, await probe(cfg, { kvmProbe: await kvmPresent() }));
+    expect(byName(results, 'runtimes')?.detail).toBe('auto: hosts hvt, spt');
+    expect(hostedRuntimes(cfg, results)).toEqual(['hvt', 'spt']);
+  });
+
+  it('a host that can run neither refuses to start, naming what each one lacks', async () => {
+    const cfg = config({ runtimes: 'auto' });
+    const results = await preflight(cfg, await probe(cfg, { kvmProbe: null }));
+    expect(hostedRuntimes(cfg, results)).toEqual([]);
+    expect(fatalFailures(results)).toEqual([
+      'runtimes: auto: this host can run neither hvt nor spt unikernels (hvt left out: kvm WARN, tenders.hvt WARN; spt left out: tenders.spt WARN) (see the kvm and tenders rows above; or set runtimes = "none" to only probe and report)',
+    ]);
+  });
+
+  it('a listed runtime is hosted as listed, whatever the probe says', async () => {
+    const cfg = config({ runtimes: 'spt' });
+    const results = await preflight(cfg, await probe(cfg, { kvmProbe: null }));
+    expect(hostedRuntimes(cfg, results)).toEqual(['spt']);
+    expect(byName(results, 'runtimes')).toBeUndefined();
   });
 });
 

@@ -23,6 +23,8 @@ export async function startDaemon(
   netns: string,
   flags: Record<string, string> = {},
   canaryImages?: Partial<Record<'hvt' | 'spt', string>>,
+  /** The host's own probe when a test needs its real kvm answer, not the test double's. */
+  hostProbe: typeof probe = probe,
 ): Promise<{ daemon: Daemon; started: Result<StartReport, PetrelError> }> {
   const tender = flags.tenderHvt ?? (await testTender(dir));
   const config = unwrap(
@@ -41,7 +43,7 @@ export async function startDaemon(
     config,
     log: pino({ level: process.env.PETREL_TEST_LOG ?? 'silent' }),
     netns,
-    probe,
+    probe: hostProbe,
     ...(canaryImages === undefined ? {} : { canaryImages }),
   });
   return { daemon, started: await daemon.start() };
