@@ -4,7 +4,7 @@
 // an id of the range (the preflight's check). The jail itself is native/build/petrel-jail.
 
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
-import { chown, open, readdir, readFile, rmdir, stat } from 'node:fs/promises';
+import { chown, mkdir, open, readdir, readFile, rmdir, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { err, ok, type PetrelError, type Result } from '../resources/errors.js';
 import {
@@ -150,13 +150,17 @@ export async function discoverCgroups(): Promise<{
 }> {
   const mountinfo = (await readOr('/proc/self/mountinfo')) ?? '';
   const own = (await readOr('/proc/self/cgroup')) ?? '';
-  const unified = /^0::(.*)$/mu.exec(own)?.[1];
   const v2 = /^\S+ \S+ \S+ \S+ (\S+) .* - cgroup2 /mu.exec(mountinfo)?.[1];
-  const available =
-    unified === undefined || v2 === undefined
-      ? null
-      : await readOr(path.join(v2, unified, 'cgroup.controllers'));
-  const layout = cgroupLayout(mountinfo, own, available, existsSync);
+  const controllersOf = (cgroup: string): string | null => {
+    if (v2 === undefined) return null;
+    try {
+      return readFileSync(path.join(v2, cgroup, 'cgroup.controllers'), 'utf8');
+    } catch {
+      return null;
+    }
+  };
+  const found = cgroupLayout(mountinfo, own, controllersOf, existsSync);
+  const layout = found.version === 2 ? await giveControllers(found) : found;
   let cpuset = { cpus: '', mems: '' };
   if (layout.version === 1 && layout.parents.cpuset !== undefined) {
     const mine = path.dirname(layout.parents.cpuset);
@@ -175,6 +179,44 @@ export async function discoverCgroups(): Promise<{
     }
   }
   return { layout, cpuset };
+}
+
+/**
+ * v2: turns the controllers on for the jails' cgroups now, as each jail would, so that a host
+ * where the kernel refuses (a container's cgroup namespace whose root holds processes, a
+ * controller taken by another hierarchy) runs tenders without cgroups, said by the preflight,
+ * rather than failing every create in petrel-jail.
+ */
+export async function giveControllers(layout: CgroupLayout & { version: 2 }): Promise<CgroupLayout> {
+  const enable = layout.controllers.map((c) => `+${c}`).join(' ');
+  const steps: [string, () => Promise<void>][] = [
+    [
+      `${layout.delegator}/cgroup.subtree_control`,
+      () => writeFile(`${layout.delegator}/cgroup.subtree_control`, enable),
+    ],
+    [
+      layout.parent,
+      () =>
+        mkdir(layout.parent).catch((e: NodeJS.ErrnoException) => {
+          if (e.code !== 'EEXIST') throw e;
+        }),
+    ],
+    [
+      `${layout.parent}/cgroup.subtree_control`,
+      () => writeFile(`${layout.parent}/cgroup.subtree_control`, enable),
+    ],
+  ];
+  for (const [where, step] of steps) {
+    try {
+      await step();
+    } catch (cause) {
+      return {
+        version: 0,
+        why: `cgroup v2: ${where}: ${(cause as NodeJS.ErrnoException).code ?? String(cause)} turning on ${layout.controllers.join(', ')}`,
+      };
+    }
+  }
+  return layout;
 }
 
 /** Removes the cgroups of jail `id` (empty once its tender is gone); absent ones are fine. */

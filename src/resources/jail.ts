@@ -142,11 +142,22 @@ export const CGROUP_CONTROLLERS: readonly CgroupController[] = ['memory', 'pids'
 /** Where the jails' cgroups go: one directory per controller (v1) or one for all (v2). */
 export type CgroupLayout =
   | { readonly version: 1; readonly parents: Readonly<Partial<Record<CgroupController, string>>> }
-  | { readonly version: 2; readonly parent: string; readonly controllers: readonly CgroupController[] }
+  | {
+      readonly version: 2;
+      /** The cgroup that gives the controllers on: it holds no process of its own (see cgroupLayout). */
+      readonly delegator: string;
+      readonly parent: string;
+      readonly controllers: readonly CgroupController[];
+    }
   | { readonly version: 0; readonly why: string };
 
 /** The directory under petreld's own cgroup that holds one cgroup per jail id. */
 export const JAIL_CGROUP = 'petrel-tenders';
+/**
+ * cgroup v2: the leaf petreld runs in below its delegated cgroup, as systemd ≥ 254 puts it with
+ * `DelegateSubgroup=petreld` (the package's unit says so).
+ */
+export const DAEMON_SUBGROUP = 'petreld';
 
 interface Mount {
   /** The directory of the hierarchy mounted here (field 4: `/` unless a subtree is mounted). */
@@ -181,15 +192,19 @@ function parseMountinfo(text: string): Mount[] {
 /**
  * Where jails' cgroups go, from /proc/self/mountinfo and /proc/self/cgroup of petreld (the
  * holder is its child, in the same cgroups): v1 per controller under `<mount><own path>/`
- * + JAIL_CGROUP; v2 (the unified hierarchy) under `<mount><own path>/` + JAIL_CGROUP, with the
- * controllers `<own path>/cgroup.controllers` offers (`available`, read by the caller; with
- * systemd, Delegate=yes gives them). No controller at all: version 0, and why. A cgroup the
- * mount does not show (a sandbox's view) is replaced by the mount's top.
+ * + JAIL_CGROUP. v2 (the unified hierarchy) under a cgroup that holds no process of its own,
+ * since one that does cannot give controllers to children (the no-internal-process rule): the
+ * hierarchy's root (exempt from the rule), or the parent of petreld's `DAEMON_SUBGROUP` leaf
+ * (systemd's `Delegate=yes` with `DelegateSubgroup=petreld`); `controllersOf` reads that
+ * cgroup's `cgroup.controllers` (a path of the hierarchy; the caller does the reading). In any
+ * other cgroup (systemd 252's Delegate=yes puts the main process in the delegated cgroup
+ * itself) there is none. No controller at all: version 0, and why. A cgroup the mount does not
+ * show (a sandbox's view) is replaced by the mount's top.
  */
 export function cgroupLayout(
   mountinfo: string,
   ownCgroups: string,
-  available: string | null,
+  controllersOf: (cgroup: string) => string | null,
   /** Whether a directory exists: a cgroup the mount does not show is replaced by its top. */
   exists: (dir: string) => boolean = () => true,
 ): CgroupLayout {
@@ -222,12 +237,23 @@ export function cgroupLayout(
   if (Object.keys(parents).length > 0) return { version: 1, parents };
   const unified = mounts.find((m) => m.fsType === 'cgroup2');
   if (unified !== undefined && unifiedPath !== null) {
-    const offered = (available ?? '').split(/\s+/u);
+    const leaf = unifiedPath.endsWith(`/${DAEMON_SUBGROUP}`);
+    if (unifiedPath !== '/' && !leaf) {
+      return {
+        version: 0,
+        why: `petreld's cgroup ${unifiedPath} holds processes, so it cannot give controllers to tenders (cgroup v2's no-internal-process rule); with systemd ≥ 254, DelegateSubgroup=${DAEMON_SUBGROUP} beside Delegate=yes moves petreld into a leaf below it`,
+      };
+    }
+    const delegating = leaf ? unifiedPath.slice(0, -DAEMON_SUBGROUP.length - 1) || '/' : '/';
+    const offered = (controllersOf(delegating) ?? '').split(/\s+/u);
     const controllers = CGROUP_CONTROLLERS.filter((c) => offered.includes(c));
-    if (controllers.length > 0) return { version: 2, parent: join(unified, unifiedPath), controllers };
+    if (controllers.length > 0) {
+      const parent = join(unified, delegating);
+      return { version: 2, delegator: parent.slice(0, -JAIL_CGROUP.length - 1), parent, controllers };
+    }
     return {
       version: 0,
-      why: `the cgroup ${unifiedPath} offers none of memory, pids, cpuset (Delegate=yes?)`,
+      why: `the cgroup ${delegating} offers none of memory, pids, cpuset (Delegate=yes?)`,
     };
   }
   return { version: 0, why: 'no cgroup hierarchy with memory, pids or cpuset is mounted' };
@@ -314,6 +340,8 @@ export function jailOptions(spec: JailSpec): string[] {
     const dir = `${layout.parent}/${spec.id}`;
     const enable = layout.controllers.map((c) => `+${c}`).join(' ');
     args.push(
+      '--cgroup-write',
+      `${layout.delegator}/cgroup.subtree_control=${enable}`,
       '--cgroup-mkdir',
       layout.parent,
       '--cgroup-write',

@@ -84,7 +84,7 @@ const V1_OWN = [
 
 describe('where cgroups go', () => {
   it('v1: under each controller, below petreld’s own cgroup, a mounted subtree taken into account', () => {
-    const layout = cgroupLayout(V1_MOUNTINFO, V1_OWN, null);
+    const layout = cgroupLayout(V1_MOUNTINFO, V1_OWN, () => null);
     expect(layout).toEqual({
       version: 1,
       parents: {
@@ -99,17 +99,28 @@ describe('where cgroups go', () => {
   });
 
   it('v1: a cgroup the mount does not show falls back to the hierarchy’s top', () => {
-    const layout = cgroupLayout(V1_MOUNTINFO, V1_OWN, null, (dir) => !dir.includes('system.slice'));
+    const layout = cgroupLayout(
+      V1_MOUNTINFO,
+      V1_OWN,
+      () => null,
+      (dir) => !dir.includes('system.slice'),
+    );
     expect(layout.version === 1 && layout.parents.pids).toBe('/sys/fs/cgroup/pids/petrel-tenders');
   });
 
-  it('v2: one directory below petreld’s delegated cgroup, with the controllers it offers', () => {
+  it('v2: petreld in the petreld leaf of its delegated cgroup (DelegateSubgroup): jails beside it, with what the delegated cgroup offers', () => {
     const mountinfo =
       '30 23 0:26 / /sys/fs/cgroup rw,nosuid,nodev,noexec,relatime - cgroup2 cgroup2 rw,nsdelegate';
-    const own = '0::/system.slice/petreld.service';
-    const layout = cgroupLayout(mountinfo, own, 'cpuset cpu io memory pids');
+    const own = '0::/system.slice/petreld.service/petreld';
+    const asked: string[] = [];
+    const layout = cgroupLayout(mountinfo, own, (cgroup) => {
+      asked.push(cgroup);
+      return cgroup === '/system.slice/petreld.service' ? 'cpuset cpu io memory pids' : null;
+    });
+    expect(asked).toEqual(['/system.slice/petreld.service']);
     expect(layout).toEqual({
       version: 2,
+      delegator: '/sys/fs/cgroup/system.slice/petreld.service',
       parent: '/sys/fs/cgroup/system.slice/petreld.service/petrel-tenders',
       controllers: ['memory', 'pids', 'cpuset'],
     });
@@ -141,6 +152,8 @@ describe('where cgroups go', () => {
       'nofile=64',
       '--limit',
       `fsize=${MIB}`,
+      '--cgroup-write',
+      '/sys/fs/cgroup/system.slice/petreld.service/cgroup.subtree_control=+memory +pids +cpuset',
       '--cgroup-mkdir',
       dir,
       '--cgroup-write',
@@ -162,16 +175,35 @@ describe('where cgroups go', () => {
     ]);
   });
 
+  it('v2 in the root cgroup (exempt from the no-internal-process rule): jails below the root', () => {
+    const mountinfo = '30 23 0:26 / /sys/fs/cgroup rw - cgroup2 cgroup2 rw';
+    expect(cgroupLayout(mountinfo, '0::/', () => 'memory pids')).toEqual({
+      version: 2,
+      delegator: '/sys/fs/cgroup',
+      parent: '/sys/fs/cgroup/petrel-tenders',
+      controllers: ['memory', 'pids'],
+    });
+  });
+
+  it('v2 in a cgroup that holds petreld itself (systemd 252 Delegate=yes): none, since it cannot give controllers on', () => {
+    const mountinfo = '30 23 0:26 / /sys/fs/cgroup rw - cgroup2 cgroup2 rw';
+    const layout = cgroupLayout(mountinfo, '0::/system.slice/petreld.service', () => 'cpuset memory pids');
+    expect(layout).toMatchObject({
+      version: 0,
+      why: expect.stringContaining('no-internal-process rule); with systemd ≥ 254, DelegateSubgroup=petreld'),
+    });
+  });
+
   it('v2 without delegated controllers, or no cgroup file system: none, and why', () => {
     const mountinfo = '30 23 0:26 / /sys/fs/cgroup rw - cgroup2 cgroup2 rw';
-    const none = cgroupLayout(mountinfo, '0::/user.slice', 'cpu io');
+    const none = cgroupLayout(mountinfo, '0::/user.slice/petreld', () => 'cpu io');
     expect(none).toMatchObject({ version: 0, why: expect.stringContaining('Delegate=yes') });
-    expect(cgroupLayout('', '', null)).toMatchObject({ version: 0 });
+    expect(cgroupLayout('', '', () => null)).toMatchObject({ version: 0 });
     expect(jailCgroups(none, 1)).toEqual([]);
   });
 
   it('v1 cpusets get the parent’s cpus and mems before the jail’s; hvt gets /dev/kvm, networks /dev/net/tun', () => {
-    const layout = cgroupLayout(V1_MOUNTINFO, V1_OWN, null);
+    const layout = cgroupLayout(V1_MOUNTINFO, V1_OWN, () => null);
     const options = jailOptions({
       id: 70_002,
       kind: 'hvt',
