@@ -30,6 +30,10 @@ export const SUBCOMMANDS: Readonly<Record<string, Subcommand>> = {
     summary: 'stop a unikernel and forget it',
     load: async () => (await import('./commands/destroy.js')).destroyCommand,
   },
+  replace: {
+    summary: 'replace a unikernel by a new image, checked for liveness, rolled back if it fails',
+    load: async () => (await import('./commands/replace.js')).replaceCommand,
+  },
   restart: {
     summary: 'restart a unikernel, with its configuration or a new one',
     load: async () => (await import('./commands/restart.js')).restartCommand,

@@ -22,6 +22,7 @@ import type { ConsoleHub } from '../console/hub.js';
 import { QuietCollector } from '../host/garbage.js';
 import type { ImageRef, StagedImage } from '../host/images.js';
 import { err, ok, type PetrelError, type Result } from '../resources/errors.js';
+import { describeProbe, validCheck } from '../resources/liveness.js';
 import { childName, type Name, type Path, pathName, printName, printPath } from '../resources/name.js';
 import type { Policy } from '../resources/policy.js';
 import * as T from '../resources/tree.js';
@@ -30,6 +31,7 @@ import type { TenderExit } from '../tender/process.js';
 import {
   encodeSnapshot,
   type KeptConfig,
+  type PendingReplacement,
   type PetrelState,
   type StateChange,
   type UnikernelRecord,
@@ -41,6 +43,7 @@ import type {
   Data,
   InfoRelease,
   Named,
+  ReplaceCheck,
   Reply,
   UnikernelConfig,
   UnikernelExit,
@@ -55,6 +58,8 @@ import type { EngineHost } from './host.js';
 import { ImageUsers } from './image-users.js';
 import { unikernelInfo } from './info.js';
 import { describeExit, launch, type RunningVm, releaseHost, vmKey } from './launch.js';
+import { type CheckOutcome, runCheck } from './liveness.js';
+import { resolveReplacements } from './pending-replacements.js';
 import { allocationOf, blockLabel, type ImageInput, type Prepared, prepare, type VmName } from './prepare.js';
 import { invalidLevel, TEXT, unsupportedType } from './replies.js';
 import {
@@ -176,6 +181,12 @@ class Supervised {
   }
 }
 
+/** A replace whose check runs (Petrel (m)); `record` is what the state says of it. */
+interface Replacing {
+  record: PendingReplacement;
+  readonly abort: AbortController;
+}
+
 interface PendingRestart {
   readonly name: VmName;
   readonly config: KeptConfig;
@@ -212,6 +223,7 @@ export class Engine {
   readonly #onTreeChange: ((tree: T.Tree) => void) | undefined;
   readonly #running = new Map<string, Supervised>();
   readonly #pending = new Map<string, PendingRestart>();
+  readonly #replacing = new Map<string, Replacing>();
   /** The last exit of recently dropped unikernels (unikernel-exits, Petrel (l)). */
   readonly #dropped = new DroppedExits();
   #persisting = true;
@@ -471,7 +483,156 @@ export class Engine {
   #receive(name: Name, command: CreateCommand, input?: AsyncIterable<Uint8Array>): Promise<EngineResponse> {
     const { image, ...config } = createConfig(command);
     const chunks = image.length > 0 || input === undefined ? [image] : input;
-    return this.#created(name, config, command.force, this.#host.stageImage(chunks, config.compressed));
+    const staging = this.#host.stageImage(chunks, config.compressed);
+    if (command.check !== undefined) return this.#replaceChecked(name, config, command.check, staging);
+    return this.#created(name, config, command.force, staging);
+  }
+
+  /**
+   * Replace (Petrel (m)): in the queue, the pending replacement is committed and the new image
+   * force-created; the check runs outside the queue; back in it, a pass is committed and the
+   * record cleared, a failure brings back the previous unikernel. A destroy or create of the
+   * name meanwhile gives the replacement up (#abandonReplacement).
+   */
+  async #replaceChecked(
+    name: Name,
+    config: KeptConfig,
+    check: ReplaceCheck,
+    staging: Promise<Result<StagedImage, PetrelError>>,
+  ): Promise<EngineResponse> {
+    const staged = await staging;
+    let begun: { entry: Replacing; name: VmName; startedAt: number } | null = null;
+    try {
+      const first = await this.#serial(() =>
+        this.#observe(name, 'unikernel-create', async () => {
+          const started = await this.#beginReplace(name, config, check, { kind: 'staged', staged });
+          if (!('entry' in started)) return started;
+          begun = started;
+          return text('replacement started');
+        }),
+      );
+      if (begun === null) return first;
+    } finally {
+      if (staged.ok) await this.#host.discardStaged(staged.value);
+    }
+    const { entry, name: vmName, startedAt } = begun as { entry: Replacing; name: VmName; startedAt: number };
+    const outcome = await runCheck(check, {
+      hub: this.#hub,
+      name: vmName,
+      startedAt,
+      signal: entry.abort.signal,
+    });
+    return this.#serial(() => this.#finishReplace(vmName, entry, check, outcome));
+  }
+
+  async #beginReplace(
+    name: Name,
+    config: KeptConfig,
+    check: ReplaceCheck,
+    image: ImageInput,
+  ): Promise<EngineResponse | { entry: Replacing; name: VmName; startedAt: number }> {
+    if (name.label === null) return failure(TEXT.pathUsed);
+    if (config.typ !== 'solo5') return failure(unsupportedType(config.typ));
+    const valid = validCheck(check);
+    if (!valid.ok) return failure(valid.error.message);
+    const vmName = name as VmName;
+    const key = vmKey(vmName);
+    const running = this.#running.get(key);
+    if (running === undefined || running.vm.transient) return failure(`replace: unikernel ${key} not found`);
+    if (this.#replacing.has(key)) return failure(`replace: a replacement of ${key} is being checked already`);
+    const previous = { config: running.vm.config, image: running.vm.image };
+    const wanted = check.keepConfig ? { ...previous.config, compressed: config.compressed } : config;
+    const entry: Replacing = {
+      record: { name: vmName, previous, passed: false },
+      abort: new AbortController(),
+    };
+    this.#replacing.set(key, entry);
+    // The previous unikernel is in the state as pending before anything changes: a crash from
+    // here on is resolved at the next start by bringing it back.
+    const saved = await this.#commit([vmName]);
+    if (!saved.ok) {
+      this.#replacing.delete(key);
+      return failure(`replace: could not write the state: ${saved.error.message}`);
+    }
+    const replaced = await this.#replace(running, wanted, image);
+    const now = this.#running.get(key);
+    if (replaced.kind === 'failure' || now === undefined) {
+      this.#replacing.delete(key);
+      await this.#commitLogged([vmName]);
+      return failure(
+        `replace: ${replaced.kind === 'failure' ? replaced.message : 'the new unikernel stopped'}`,
+      );
+    }
+    this.#log.info(
+      { name: key, check: describeProbe(check.probe), withinMs: check.withinMs },
+      'replacement started; checking it',
+    );
+    publishStep(key, 'replace-checking');
+    return { entry, name: vmName, startedAt: now.vm.tender.startedAt.getTime() };
+  }
+
+  async #finishReplace(
+    name: VmName,
+    entry: Replacing,
+    check: ReplaceCheck,
+    outcome: CheckOutcome,
+  ): Promise<EngineResponse> {
+    const key = vmKey(name);
+    const what = describeProbe(check.probe);
+    if (this.#replacing.get(key) !== entry) {
+      this.#log.info({ name: key }, 'replacement given up: the name was destroyed or created meanwhile');
+      return failure(
+        `replace: ${key} was destroyed or created again during the check; the replacement was given up`,
+      );
+    }
+    if (this.#shuttingDown)
+      return failure('replace: petreld is stopping; the next start brings the previous unikernel back');
+    if (outcome.passed) {
+      // "Passed" reaches the disk before the record goes: a crash in between keeps the new one.
+      entry.record = { ...entry.record, passed: true };
+      await this.#commitLogged([name]);
+      publishStep(key, 'replace-passed');
+      this.#replacing.delete(key);
+      await this.#commitLogged([name]);
+      this.#log.info(
+        { name: key, check: what, detail: outcome.detail },
+        'replacement passed its check; kept',
+      );
+      return text(`replaced unikernel ${key}: ${what} passed (${outcome.detail})`);
+    }
+    const { previous } = entry.record;
+    // Cleared in memory first, so the commit that brings the previous one back also clears it.
+    this.#replacing.delete(key);
+    const running = this.#running.get(key);
+    let back: EngineResponse;
+    if (running !== undefined)
+      back = await this.#replace(running, previous.config, this.#again(previous.image));
+    else {
+      this.#cancelPending(key);
+      const started = await this.#start(name, previous.config, this.#again(previous.image), false);
+      back = started.ok ? text(TEXT.created) : failure(started.error.message);
+    }
+    await this.#commitLogged([name]);
+    const why = `replace: ${key} failed its check (${what}): ${outcome.reason}`;
+    this.#log.warn(
+      { name: key, check: what, reason: outcome.reason, rolledBack: back.kind !== 'failure' },
+      'replacement failed its check; rolled back',
+    );
+    if (back.kind === 'failure')
+      return failure(`${why}; bringing back the previous unikernel failed: ${back.message}`);
+    return failure(
+      `${why}; the previous unikernel runs again (image ${previous.image.digest.slice(0, 12)}…)`,
+    );
+  }
+
+  /** A destroy or create of a name whose replacement is being checked gives the replacement up. */
+  #abandonReplacement(key: string): boolean {
+    const entry = this.#replacing.get(key);
+    if (entry === undefined) return false;
+    this.#replacing.delete(key);
+    entry.abort.abort();
+    this.#log.info({ name: key }, 'replacement given up: its name was destroyed or created again');
+    return true;
   }
 
   async #created(
@@ -498,10 +659,23 @@ export class Engine {
     const vmName = name as VmName;
     const running = this.#running.get(vmKey(vmName));
     if (running !== undefined && !force) return failure(TEXT.alreadyRunning);
-    // A create supersedes a restart that waits for its back-off (Petrel (d)).
+    // A create supersedes a restart that waits for its back-off (Petrel (d)), and a replacement
+    // being checked (Petrel (m)).
     this.#cancelPending(vmKey(vmName));
+    const abandoned = this.#abandonReplacement(vmKey(vmName));
+    const response = await this.#createOrReplace(vmName, running, config, image);
+    if (abandoned) await this.#commitLogged([vmName]);
+    return response;
+  }
+
+  async #createOrReplace(
+    name: VmName,
+    running: Supervised | undefined,
+    config: KeptConfig,
+    image: ImageInput,
+  ): Promise<EngineResponse> {
     if (running !== undefined) return this.#replace(running, config, image);
-    const started = await this.#start(vmName, config, image, false);
+    const started = await this.#start(name, config, image, false);
     return started.ok ? text(TEXT.created) : failure(started.error.message);
   }
 
@@ -526,6 +700,8 @@ export class Engine {
 
   async #destroy(name: Name): Promise<EngineResponse> {
     const key = printName(name);
+    // Its commit below (or the one here) also clears the replacement from the state.
+    if (this.#abandonReplacement(key) && name.label !== null) await this.#commitLogged([name as VmName]);
     const running = this.#running.get(key);
     if (running !== undefined) {
       await this.#stop(running);
@@ -896,6 +1072,13 @@ export class Engine {
       ) {
         changes.push({ kind: 'put-unikernel', record: { name, config: wanted.config, image: wanted.image } });
       }
+      const replacing = this.#replacing.get(key)?.record;
+      const recorded = this.#book.replacement(key);
+      if (replacing === undefined) {
+        if (recorded !== undefined) changes.push({ kind: 'remove-replacement', name });
+      } else if (recorded !== replacing) {
+        changes.push({ kind: 'put-replacement', replacement: replacing });
+      }
     }
     for (const path of paths) {
       const policy = T.findPolicy(this.#tree, path);
@@ -923,7 +1106,8 @@ export class Engine {
     for (const pending of this.#pending.values())
       unikernels.push({ name: pending.name, config: pending.config, image: pending.image });
     const policies = T.foldPolicies(this.#tree, []).map(([name, policy]) => ({ path: name.path, policy }));
-    return { unikernels, policies };
+    const replacements = [...this.#replacing.values()].map((r) => r.record);
+    return { unikernels, policies, ...(replacements.length === 0 ? {} : { replacements }) };
   }
 
   // -------------------------------------------------------------------------------------------
@@ -979,6 +1163,13 @@ export class Engine {
     const kept = await this.#host.keepStartedCopy(started.value);
     if (!kept.ok)
       this.#log.warn({ problem: kept.error.message }, 'could not keep the state as read at this start');
+
+    // Petrel (m): a replace a crash interrupted during its check is kept if the check had
+    // passed and rolled back otherwise, before adoption (a tender of the new image is stopped).
+    const resolved = resolveReplacements(state);
+    state = resolved.state;
+    for (const { name, outcome } of resolved.outcomes)
+      this.#log.warn({ name, outcome }, 'replacement pending at the last stop resolved');
 
     // Petrel (k): the tenders an earlier petreld left under the holder. Those of committed
     // unikernels run on; the others are stopped before anything is cleaned or started.

@@ -27,7 +27,11 @@ export type TransactionStep =
   /** The transaction's journal entry (or a snapshot holding it) is on disk. */
   | 'state-written'
   /** A new snapshot is written and the journal is about to be emptied (name `:`). */
-  | 'compacted';
+  | 'compacted'
+  /** A replace's new unikernel runs and its liveness check starts (Petrel (m)). */
+  | 'replace-checking'
+  /** A replace passed its check and "passed" is on disk; the pending record is still there. */
+  | 'replace-passed';
 
 export interface TransactionEvent {
   /** The unikernel's name string. */

@@ -13,6 +13,7 @@ import {
   encodeEntry,
   encodeSnapshot,
   loadPetrelState,
+  type PendingReplacement,
   type PetrelState,
   type StateChange,
   type UnikernelRecord,
@@ -41,6 +42,8 @@ export class StateBook {
   readonly #compactBytes: number;
   #unikernels = new Map<string, UnikernelRecord>();
   #policies = new Map<string, StatePolicy>();
+  /** Replacements being checked (Petrel (m)): their previous images count as named. */
+  #replacements = new Map<string, PendingReplacement>();
   #imported: readonly string[] = [];
   /** Committed records per image digest; and images the start-up copy names (kept a run longer). */
   #images = new Map<string, number>();
@@ -86,6 +89,10 @@ export class StateBook {
     return this.#unikernels.get(key);
   }
 
+  replacement(key: string): PendingReplacement | undefined {
+    return this.#replacements.get(key);
+  }
+
   policy(key: string): StatePolicy | undefined {
     return this.#policies.get(key);
   }
@@ -129,7 +136,9 @@ export class StateBook {
     const entry = encodeEntry(changes);
     if (!entry.ok) return entry;
     const limit = Math.max(this.#compactBytes, this.#snapshotBytes);
-    const freeing = changes.every((c) => c.kind === 'remove-unikernel' || c.kind === 'remove-policy');
+    const freeing = changes.every(
+      (c) => c.kind === 'remove-unikernel' || c.kind === 'remove-policy' || c.kind === 'remove-replacement',
+    );
     if (this.#mustCompact || this.#journalBytes + entry.value.length > limit) {
       return this.replace({ ...current(), imported: this.#imported }, { freeing });
     }
@@ -146,7 +155,13 @@ export class StateBook {
         if (before !== undefined) this.#count(before.image.digest, -1);
         if (change.kind === 'put-unikernel') this.#count(change.record.image.digest, 1);
       }
-      applyChanges(this.#unikernels, this.#policies, [change]);
+      if (change.kind === 'put-replacement' || change.kind === 'remove-replacement') {
+        const name = change.kind === 'put-replacement' ? change.replacement.name : change.name;
+        const before = this.#replacements.get(printName(name));
+        if (change.kind === 'put-replacement') this.#count(change.replacement.previous.image.digest, 1);
+        if (before !== undefined) this.#count(before.previous.image.digest, -1);
+      }
+      applyChanges(this.#unikernels, this.#policies, [change], this.#replacements);
     }
     return ok(undefined);
   }
@@ -223,12 +238,19 @@ export class StateBook {
 
   /** The committed state as one value (start-up copy, export). */
   snapshot(): PetrelState {
-    return { unikernels: [...this.#unikernels.values()], policies: this.policies, imported: this.#imported };
+    const replacements = [...this.#replacements.values()];
+    return {
+      unikernels: [...this.#unikernels.values()],
+      policies: this.policies,
+      imported: this.#imported,
+      ...(replacements.length === 0 ? {} : { replacements }),
+    };
   }
 
   #set(state: PetrelState): void {
     this.#unikernels = new Map(state.unikernels.map((u) => [printName(u.name), u] as const));
     this.#policies = new Map(state.policies.map((p) => [printName(pathName(p.path)), p] as const));
+    this.#replacements = new Map((state.replacements ?? []).map((r) => [printName(r.name), r] as const));
     this.#imported = state.imported;
     this.#recount();
   }
@@ -247,6 +269,7 @@ export class StateBook {
     const before = this.#images;
     this.#images = new Map();
     for (const record of this.#unikernels.values()) this.#count(record.image.digest, 1);
+    for (const r of this.#replacements.values()) this.#count(r.previous.image.digest, 1);
     for (const digest of before.keys()) if (!this.#images.has(digest)) this.#released.add(digest);
   }
 }
@@ -269,5 +292,8 @@ function canonical(state: PetrelState): PetrelState {
     unikernels: [...state.unikernels].sort(byKey((u: UnikernelRecord) => printName(u.name))),
     policies: [...state.policies].sort(byKey((p: StatePolicy) => printName(pathName(p.path)))),
     imported: [...state.imported].sort(),
+    ...(state.replacements === undefined || state.replacements.length === 0
+      ? {}
+      : { replacements: [...state.replacements].sort(byKey((r) => printName(r.name))) }),
   };
 }

@@ -20,6 +20,7 @@ import {
 import { ctx, type Der, enc, type Reader, TAG, unknownTag } from './der.js';
 import { fault } from './errors.js';
 import { EXITS_TAG } from './exits.js';
+import { encReplace, REPLACE_TAG, readReplace } from './replace.js';
 import type {
   BlockCommand,
   Command,
@@ -148,6 +149,8 @@ function readUnikernel(r: Reader): UnikernelCommand {
       case EXITS_TAG:
         inner.null();
         return { type: 'unikernel-exits' };
+      case REPLACE_TAG:
+        return readReplace(inner);
       default:
         return unknownTag('unikernel command', ctx(n), r.lastStart);
     }
@@ -251,6 +254,10 @@ export function encCommand(c: Command): Der {
     case 'unikernel-exits':
       return tagged(3, EXITS_TAG, NULL);
     case 'unikernel-create': {
+      if (c.check !== undefined) {
+        if (c.release !== '2.7' || !c.force) return unencodable(c);
+        return tagged(3, REPLACE_TAG, encReplace(c, c.check));
+      }
       const base: number | undefined = CREATE_TAG[c.release];
       if (base === undefined) return unencodable(c);
       const tag = base + (c.force ? 1 : 0);

@@ -3,14 +3,19 @@
 // bytes. A snapshot holds the whole state; a journal appends one checksummed entry per committed
 // transaction with just its changes, so a command writes what it changed, not the whole state.
 //
-//   Snapshot ::= [16] SEQUENCE { version INTEGER (1), unikernels SEQUENCE OF Unikernel,
+//   Snapshot ::= [16] SEQUENCE { version INTEGER (1 | 2), unikernels SEQUENCE OF Unikernel,
 //                                policies SEQUENCE OF SEQUENCE { UTF8String, Policy },
-//                                imported SEQUENCE OF OCTET STRING }  -- imported files' SHA-256
+//                                imported SEQUENCE OF OCTET STRING,   -- imported files' SHA-256
+//                                replacements SEQUENCE OF Replacement OPTIONAL } -- version 2 only
+//   Replacement ::= SEQUENCE { previous Unikernel, passed BOOLEAN } -- a replace being checked
 //   Unikernel ::= SEQUENCE { name UTF8String, digest OCTET STRING (32), size INTEGER,
 //                            config UnikernelConfig }                 -- its image field empty
 //   Entry    ::= SEQUENCE OF Change
 //   Change   ::= CHOICE { [0] Unikernel, [1] UTF8String (unikernel removed),
-//                         [2] SEQUENCE { UTF8String, Policy }, [3] UTF8String (policy removed) }
+//                         [2] SEQUENCE { UTF8String, Policy }, [3] UTF8String (policy removed),
+//                         [4] Replacement (put), [5] UTF8String (replacement resolved) }
+// Version 1 is written whenever no replacement is pending, so such a state reads the same in a
+// Petrel from before replace; a journal entry with [4]/[5] ends the journal for such a Petrel.
 // In the journal file each Entry is framed as: 4-byte big-endian length n, the first 8 bytes of
 // the SHA-256 of the n bytes, the n bytes. A torn or damaged entry ends the journal.
 
@@ -40,23 +45,40 @@ export interface UnikernelRecord {
   readonly image: ImageRef;
 }
 
+/**
+ * A replace whose liveness check is not over (Petrel (m)): the unikernel it replaced, kept so a
+ * start after a crash can bring it back (its image stays in the store), and whether the check
+ * had passed (then the replacement stays).
+ */
+export interface PendingReplacement {
+  readonly name: Name;
+  readonly previous: { readonly config: KeptConfig; readonly image: ImageRef };
+  readonly passed: boolean;
+}
+
 export interface PetrelState {
   readonly unikernels: readonly UnikernelRecord[];
   readonly policies: readonly StatePolicy[];
   /** SHA-256 (hex) of the Albatross state files imported so far, so none is imported twice. */
   readonly imported: readonly string[];
+  /** Replacements being checked; absent when there are none (a version 1 snapshot). */
+  readonly replacements?: readonly PendingReplacement[];
 }
 
 export type StateChange =
   | { readonly kind: 'put-unikernel'; readonly record: UnikernelRecord }
   | { readonly kind: 'remove-unikernel'; readonly name: Name }
   | { readonly kind: 'put-policy'; readonly path: Path; readonly policy: Policy }
-  | { readonly kind: 'remove-policy'; readonly path: Path };
+  | { readonly kind: 'remove-policy'; readonly path: Path }
+  | { readonly kind: 'put-replacement'; readonly replacement: PendingReplacement }
+  | { readonly kind: 'remove-replacement'; readonly name: Name };
 
 export const EMPTY_STATE: PetrelState = Object.freeze({ unikernels: [], policies: [], imported: [] });
 
 const SNAPSHOT_TAG = 16;
 const SNAPSHOT_VERSION = 1;
+/** With the replacements field. */
+const SNAPSHOT_VERSION_REPLACING = 2;
 const DIGEST_BYTES = 32;
 /** Bytes before an entry's body in the journal: its length and its checksum. */
 export const ENTRY_OVERHEAD = 12;
@@ -74,11 +96,17 @@ export function encodeSnapshot(state: PetrelState): WireResult<Uint8Array> {
       policies.map((p) => printName(pathName(p.path))),
       'policy',
     );
+    const replacements = sortStateNames(state.replacements ?? []);
+    checkUnique(
+      replacements.map((r) => printName(r.name)),
+      'replacement',
+    );
     const body = enc.sequence([
-      enc.integer(SNAPSHOT_VERSION),
+      enc.integer(replacements.length === 0 ? SNAPSHOT_VERSION : SNAPSHOT_VERSION_REPLACING),
       enc.sequence(unikernels.map(encRecord)),
       enc.sequence(policies.map((p) => encPolicyEntry(p.path, p.policy))),
       enc.sequence(state.imported.map((digest) => enc.octets(digestBytes(digest)))),
+      ...(replacements.length === 0 ? [] : [enc.sequence(replacements.map(encReplacement))]),
     ]);
     return toBytes(enc.explicit(SNAPSHOT_TAG, body));
   });
@@ -91,11 +119,16 @@ export function decodeSnapshot(bytes: Uint8Array): WireResult<PetrelState> {
       x.sequence((s) => {
         const at = s.offset;
         const version = s.int('version');
-        if (version !== SNAPSHOT_VERSION)
+        if (version !== SNAPSHOT_VERSION && version !== SNAPSHOT_VERSION_REPLACING)
           fault('E_WIRE_VERSION', `unknown Petrel state version ${version}`, at);
         const unikernels = s.listOf(readRecord);
         const policies = s.listOf(readPolicyEntry);
         const imported = s.listOf((i) => digestHex(i));
+        const replacements = version === SNAPSHOT_VERSION_REPLACING ? s.listOf(readReplacement) : [];
+        checkUnique(
+          replacements.map((r) => printName(r.name)),
+          'replacement',
+        );
         checkUnique(
           unikernels.map((u) => printName(u.name)),
           'unikernel',
@@ -104,7 +137,7 @@ export function decodeSnapshot(bytes: Uint8Array): WireResult<PetrelState> {
           policies.map((p) => printName(pathName(p.path))),
           'policy',
         );
-        return { unikernels, policies, imported };
+        return { unikernels, policies, imported, ...(replacements.length === 0 ? {} : { replacements }) };
       }),
     );
     r.done();
@@ -169,6 +202,10 @@ function decodeChanges(body: Uint8Array): WireResult<StateChange[]> {
           }
           case 3:
             return { kind: 'remove-policy', path: nameAsPath(readKey(inner)) };
+          case 4:
+            return { kind: 'put-replacement', replacement: readReplacement(inner) };
+          case 5:
+            return { kind: 'remove-replacement', name: readKey(inner) };
           default:
             return unknownTag('state change', ctx(n), x.lastStart);
         }
@@ -191,13 +228,15 @@ export function loadPetrelState(
   if (!base.ok) return base;
   const unikernels = new Map(base.value.unikernels.map((u) => [printName(u.name), u] as const));
   const policies = new Map(base.value.policies.map((p) => [printName(pathName(p.path)), p] as const));
+  const replacements = new Map((base.value.replacements ?? []).map((r) => [printName(r.name), r] as const));
   const replayed = readJournal(journal ?? new Uint8Array(0));
-  for (const entry of replayed.entries) applyChanges(unikernels, policies, entry);
+  for (const entry of replayed.entries) applyChanges(unikernels, policies, entry, replacements);
   return ok({
     state: {
       unikernels: [...unikernels.values()],
       policies: [...policies.values()],
       imported: base.value.imported,
+      ...(replacements.size === 0 ? {} : { replacements: [...replacements.values()] }),
     },
     journalBytes: replayed.validBytes,
   });
@@ -208,6 +247,7 @@ export function applyChanges(
   unikernels: Map<string, UnikernelRecord>,
   policies: Map<string, StatePolicy>,
   changes: readonly StateChange[],
+  replacements: Map<string, PendingReplacement> = new Map(),
 ): void {
   for (const change of changes) {
     switch (change.kind) {
@@ -223,6 +263,12 @@ export function applyChanges(
       case 'remove-policy':
         policies.delete(printName(pathName(change.path)));
         break;
+      case 'put-replacement':
+        replacements.set(printName(change.replacement.name), change.replacement);
+        break;
+      case 'remove-replacement':
+        replacements.delete(printName(change.name));
+        break;
     }
   }
 }
@@ -237,6 +283,10 @@ function encChange(change: StateChange): Der {
       return enc.explicit(2, encPolicyEntry(change.path, change.policy));
     case 'remove-policy':
       return enc.explicit(3, enc.utf8(printName(pathName(change.path))));
+    case 'put-replacement':
+      return enc.explicit(4, encReplacement(change.replacement));
+    case 'remove-replacement':
+      return enc.explicit(5, enc.utf8(printName(change.name)));
   }
   return fault('E_WIRE_ENCODE', 'unknown state change', null);
 }
@@ -260,6 +310,17 @@ function readRecord(r: Reader): UnikernelRecord {
     const { image, ...config } = readConfig(s);
     if (image.length !== 0) fault('E_WIRE_TAG', 'an image inside a Petrel state record', at);
     return { name, config, image: { digest, size } };
+  });
+}
+
+function encReplacement(r: PendingReplacement): Der {
+  return enc.sequence([encRecord({ name: r.name, ...r.previous }), enc.boolean(r.passed)]);
+}
+
+function readReplacement(r: Reader): PendingReplacement {
+  return r.sequence((s) => {
+    const { name, config, image } = readRecord(s);
+    return { name, previous: { config, image }, passed: s.boolean('passed') };
   });
 }
 

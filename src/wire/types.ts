@@ -1,6 +1,7 @@
 // The Albatross wire messages as TypeScript values (albatross-wire.md §4): one discriminated union
 // per CHOICE. Old shapes keep their own types so a decoded value re-encodes under its own tag.
 
+import type { LivenessCheck } from '../resources/liveness.js';
 import type { Label, Name, Path } from '../resources/name.js';
 import type { Policy } from '../resources/policy.js';
 
@@ -217,10 +218,24 @@ export type StatsCommand =
   | { readonly type: 'stats-initial' };
 
 export type CreateCommand = { readonly type: 'unikernel-create'; readonly force: boolean } & (
-  | { readonly release: '2.0'; readonly config: UnikernelConfigV3 }
-  | { readonly release: '2.6'; readonly config: UnikernelConfigV4 }
-  | { readonly release: '2.7'; readonly config: UnikernelConfig }
+  | { readonly release: '2.0'; readonly config: UnikernelConfigV3; readonly check?: undefined }
+  | { readonly release: '2.6'; readonly config: UnikernelConfigV4; readonly check?: undefined }
+  | {
+      readonly release: '2.7';
+      readonly config: UnikernelConfig;
+      /** [29], Petrel only (differences (m)): a replace, force-created then checked. */
+      readonly check?: ReplaceCheck;
+    }
 );
+
+/**
+ * What a replace (Petrel (m)) adds to a force-create: the liveness check, and whether the new
+ * image runs with the old unikernel's configuration (the command's own is then ignored but for
+ * `compressed`).
+ */
+export interface ReplaceCheck extends LivenessCheck {
+  readonly keepConfig: boolean;
+}
 
 /**
  * Restart, in the form it arrived: `legacy` = [12] NULL (2.0–2.3 clients), `keep` = [14][0] NULL

@@ -59,7 +59,7 @@ describe('snapshot', () => {
     const bad = { ...STATE, unikernels: [{ ...record(':a'), image: { digest: 'abc', size: 1 } }] };
     expect(encodeSnapshot(bad)).toMatchObject({ ok: false, error: { code: 'E_WIRE_ENCODE' } });
     const bytes = Buffer.from(ok(encodeSnapshot(EMPTY_STATE)));
-    bytes[bytes.indexOf(Buffer.from([0x02, 0x01, 0x01])) + 2] = 2;
+    bytes[bytes.indexOf(Buffer.from([0x02, 0x01, 0x01])) + 2] = 3;
     expect(decodeSnapshot(bytes)).toMatchObject({ ok: false, error: { code: 'E_WIRE_VERSION' } });
   });
 });
