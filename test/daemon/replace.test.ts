@@ -269,6 +269,17 @@ describe('replace with a liveness check, one petreld', () => {
   });
 });
 
+/** The daemon's exit, or what the replace answered if it did not crash (for the failure's message). */
+async function crashed(node: Node, answer: Promise<Wire[]>) {
+  // A connection the crash closed answered nothing: then the exit is the answer.
+  const replied = answer.then((w): Promise<unknown> | string =>
+    w.length === 0
+      ? node.daemon.exited
+      : `answered ${w.map(said).join(', ')}; stderr ${node.daemon.stderr()}`,
+  );
+  return Promise.race([node.daemon.exited, replied]);
+}
+
 describe('replace across a SIGKILL of petreld', () => {
   it('killed during the check: the next start brings the previous unikernel back', {
     timeout: 90_000,
@@ -276,16 +287,16 @@ describe('replace across a SIGKILL of petreld', () => {
     const node = await startNode(':web@replace-checking');
     try {
       expect(await createOld(node, ':web')).toEqual(['created unikernel']);
-      void request(node.socket, ':web', {
+      const answer = request(node.socket, ':web', {
         type: 'unikernel-create',
         force: true,
         release: '2.7',
         config: await canaryConfig(newFile, ['wait', 'v2']),
         check: { probe: { kind: 'console', regex: 'petrel-canary v2' }, withinMs: 10_000, keepConfig: false },
       });
-      expect(await node.daemon.exited).toEqual({ code: null, signal: 'SIGKILL' });
-      const crashed = await storedState(`${node.dir}/state`);
-      expect(crashed.replacements?.map((r) => [r.name.label, r.passed, r.previous.image.digest])).toEqual([
+      expect(await crashed(node, answer)).toEqual({ code: null, signal: 'SIGKILL' });
+      const atCrash = await storedState(`${node.dir}/state`);
+      expect(atCrash.replacements?.map((r) => [r.name.label, r.passed, r.previous.image.digest])).toEqual([
         ['web', false, sha(oldImage)],
       ]);
       node.daemon = await launch(node);
@@ -305,14 +316,14 @@ describe('replace across a SIGKILL of petreld', () => {
     const node = await startNode(':web@replace-passed');
     try {
       expect(await createOld(node, ':web')).toEqual(['created unikernel']);
-      void request(node.socket, ':web', {
+      const answer = request(node.socket, ':web', {
         type: 'unikernel-create',
         force: true,
         release: '2.7',
         config: await canaryConfig(newFile, ['wait', 'v2']),
         check: { probe: { kind: 'console', regex: 'petrel-canary v2' }, withinMs: 10_000, keepConfig: false },
       });
-      expect(await node.daemon.exited).toEqual({ code: null, signal: 'SIGKILL' });
+      expect(await crashed(node, answer)).toEqual({ code: null, signal: 'SIGKILL' });
       expect((await storedState(`${node.dir}/state`)).replacements?.map((r) => r.passed)).toEqual([true]);
       node.daemon = await launch(node);
       const after = await infoOf(node, ':web');
