@@ -173,6 +173,18 @@ export class ConsoleHub {
     this.#forgetIfUnused(name.path, name.label, entry);
   }
 
+  /** Subscribers of the names below each top-level path (`alice:`), and of all (`:`). */
+  subscribersByTopPath(): Map<string, number> {
+    const out = new Map<string, number>([[':', 0]]);
+    for (const state of this.#paths.values()) {
+      let n = 0;
+      for (const entry of state.entries.values()) n += entry.subscribers.length;
+      out.set(':', (out.get(':') ?? 0) + n);
+      if (state.path.length > 0) out.set(`${state.path[0]}:`, (out.get(`${state.path[0]}:`) ?? 0) + n);
+    }
+    return out;
+  }
+
   /** Names (relative to `base`) of stopped unikernels that still have history, listing order. */
   listInactive(base: Path): Name[] {
     const found: Label[][] = [];

@@ -271,7 +271,7 @@ export function createDaemon(options: DaemonOptions): Daemon {
     if (config.metricsListen !== null) {
       // Optional parts are loaded only when configured: they cost start-up time otherwise.
       const { createMetrics } = await import('./metrics.js');
-      metrics = createMetrics(engine, { stateDir: config.stateDir }, log);
+      metrics = createMetrics(engine, { stateDir: config.stateDir, hub }, log);
       const address = await metrics.listen(
         config.metricsListen.host,
         config.metricsListen.port,

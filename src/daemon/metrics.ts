@@ -7,6 +7,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import pino, { type Logger } from 'pino';
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { ConsoleHub } from '../console/hub.js';
 import type { Engine } from '../engine/engine.js';
 import { COMMAND_CHANNEL, type CommandEvent, RESTART_CHANNEL } from '../engine/events.js';
 import { fileSystemFree } from '../host/space.js';
@@ -33,7 +34,7 @@ export interface Metrics {
 
 export function createMetrics(
   engine: Engine,
-  state: { readonly stateDir?: string } = {},
+  state: { readonly stateDir?: string; readonly hub?: ConsoleHub } = {},
   log: Logger = pino({ level: 'silent' }),
 ): Metrics {
   const registry = new Registry();
@@ -81,6 +82,20 @@ export function createMetrics(
     (u) => u.memory,
   );
   perPath('petrel_block_storage_mib', 'Block devices at or below the path, MiB', (u) => u.block);
+
+  const { hub } = state;
+  if (hub !== undefined) {
+    new Gauge({
+      name: 'petrel_console_subscribers',
+      help: 'Console subscribers of the unikernels below the top-level path (":" all of them; the web API holds one per unikernel)',
+      labelNames: ['path'],
+      registers: [registry],
+      collect() {
+        this.reset();
+        for (const [path, n] of hub.subscribersByTopPath()) this.set({ path }, n);
+      },
+    });
+  }
 
   const latency = new Histogram({
     name: 'petrel_command_duration_seconds',

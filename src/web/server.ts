@@ -61,6 +61,7 @@ import {
   restartUnikernel,
 } from './api.js';
 import { RequestChannel } from './channel.js';
+import { ConsoleFeeds, FEED_COMMAND } from './console-feed.js';
 import { createCommand } from './create.js';
 import { DenyList } from './deny-list.js';
 import { hasBody, sendJson, tooLarge } from './respond.js';
@@ -153,6 +154,7 @@ class Web implements WebServer {
   readonly #http;
   readonly #deny: DenyList;
   readonly #usage: TokenUsage;
+  readonly #feeds: ConsoleFeeds;
   readonly #streams = new Set<Duplex>();
   /** The TCP socket under each TLS socket handed to node:http (admission reads it). */
   readonly #tcpOf = new WeakMap<Socket, Socket>();
@@ -173,6 +175,7 @@ class Web implements WebServer {
     this.#gate = new Gate('web', admissionLimits(settings, WEB_PENDING_BYTES), this.#log);
     this.#deny = new DenyList(options.denyList, this.#log);
     this.#usage = new TokenUsage(options.usage ?? null, this.#log);
+    this.#feeds = new ConsoleFeeds(this.#log);
     this.#http = createHttpServer(
       { maxHeaderSize: 16 * 1024, headersTimeout: 10_000, requestTimeout: 0, keepAliveTimeout: 5_000 },
       (request, response) => {
@@ -450,11 +453,11 @@ class Web implements WebServer {
   ): Promise<void> {
     const select = consoleSelect(query);
     if (!select.ok) return sendJson(response, select.error);
-    const command: Command = { type: 'console-subscribe', release: '2.1', select: select.value };
-    return this.#events(token, text, command, response, remote, (data) =>
-      data.type === 'console'
-        ? ['line', { timestamp: data.timestamp.toISOString(), line: Buffer.from(data.line).toString('utf8') }]
-        : null,
+    const name = nameUnder(token.path, text);
+    if (!name.ok) return sendJson(response, name.error);
+    // One subscription per unikernel name for all the web's followers (console-feed.ts).
+    return this.#feeds.follow(printName(name.value), select.value, response, (client) =>
+      proxy(this.#proxyRequest(token, name.value, FEED_COMMAND, client, remote)),
     );
   }
 
