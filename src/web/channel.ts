@@ -61,13 +61,7 @@ export class RequestChannel implements Channel {
 
   /** `read`, or null once it has taken longer than the stall timeout. */
   #withinStall<T>(read: Promise<T>): Promise<T | null> {
-    const ms = this.#stallMs;
-    if (ms === undefined) return read;
-    let timer: NodeJS.Timeout | undefined;
-    const late = new Promise<null>((resolve) => {
-      timer = setTimeout(() => resolve(null), ms);
-    });
-    return Promise.race([read, late]).finally(() => clearTimeout(timer));
+    return this.#stallMs === undefined ? read : withinStall(read, this.#stallMs);
   }
 
   raw(): void {
@@ -90,4 +84,13 @@ export class RequestChannel implements Channel {
   end(): void {}
 
   destroy(): void {}
+}
+
+/** `read`, or null once it has taken longer than `ms`. */
+export function withinStall<T>(read: Promise<T>, ms: number): Promise<T | null> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<null>((resolve) => {
+    timer = setTimeout(() => resolve(null), ms);
+  });
+  return Promise.race([read, late]).finally(() => clearTimeout(timer));
 }

@@ -68,7 +68,8 @@ export function matchRoute(method: string, pathname: string): Route {
   }
   if (parts[0] !== 'unikernels') return none(404, 'E_WEB_NOT_FOUND', `no such resource ${pathname}`);
   if (parts.length === 1) return allowed({ GET: 'list' });
-  if (parts.length === 2 && name !== '') return allowed({ GET: 'get', PUT: 'create', DELETE: 'destroy' });
+  if (parts.length === 2 && name !== '')
+    return allowed({ GET: 'get', PUT: 'create', POST: 'create', DELETE: 'destroy' });
   if (parts.length === 3 && parts[2] === 'restart' && name !== '') return allowed({ POST: 'restart' });
   if (parts.length === 3 && parts[2] === 'console' && name !== '') return allowed({ GET: 'console' });
   if (parts.length === 3 && parts[2] === 'stats' && name !== '') return allowed({ GET: 'stats' });

@@ -64,6 +64,7 @@ import { RequestChannel } from './channel.js';
 import { ConsoleFeeds, FEED_COMMAND } from './console-feed.js';
 import { createCommand } from './create.js';
 import { DenyList } from './deny-list.js';
+import { MULTIPART_ALLOWANCE, multipartError, readMultipartCreate } from './multipart-create.js';
 import { hasBody, sendJson, tooLarge } from './respond.js';
 import { type Action, BODIES, CHANGES, matchRoute } from './routes.js';
 import {
@@ -76,6 +77,14 @@ import {
   statsJson,
 } from './streams.js';
 import { TokenUsage } from './usage.js';
+
+/** One command to petreld; `body` the request whose body follows it, as `chunks` when given. */
+type BodyAsk = (
+  name: Name,
+  command: Command,
+  body?: IncomingMessage,
+  chunks?: AsyncIterable<Buffer>,
+) => Promise<Answer>;
 
 export interface WebServerOptions {
   /** The CA (PEM or DER) tokens must lead to: the TLS endpoint's `tlsCa`. */
@@ -332,8 +341,8 @@ class Web implements WebServer {
       return this.#drain(request, response, reply);
     }
     const path = token.value.path;
-    const ask = (name: Name, command: Command, body?: IncomingMessage) =>
-      this.#ask(token.value, name, command, remote ?? '', body);
+    const ask: BodyAsk = (name, command, body, chunks) =>
+      this.#ask(token.value, name, command, remote ?? '', body, chunks);
     const caller = {
       tokenName: token.value.name,
       tokenId: token.value.id,
@@ -393,19 +402,48 @@ class Web implements WebServer {
     text: string,
     query: URLSearchParams,
     request: IncomingMessage,
-    ask: (name: Name, command: Command, body?: IncomingMessage) => Promise<Answer>,
+    ask: BodyAsk,
   ): Promise<ApiResponse> {
-    const type = request.headers['content-type'] ?? '';
-    if (/^multipart\//i.test(type)) {
-      return apiError(
-        415,
-        'E_WEB_BODY',
-        'send the image as the raw body (application/octet-stream), not as multipart',
-        EXIT.usage,
-      );
-    }
+    if (/^multipart\//i.test(request.headers['content-type'] ?? ''))
+      return this.#createMultipart(path, text, query, request, ask);
     const command = createCommand(query);
     return this.#withBody(path, text, request, ask, command, 'image', 201);
+  }
+
+  /**
+   * The same create as multipart/form-data (multipart-create.ts): the parts before the image
+   * are its parameters, the image part is streamed as it arrives; a body found malformed once
+   * the image has begun is refused (petreld gets no end of it, so nothing is created).
+   */
+  async #createMultipart(
+    path: VerifiedToken['path'],
+    text: string,
+    query: URLSearchParams,
+    request: IncomingMessage,
+    ask: BodyAsk,
+  ): Promise<ApiResponse> {
+    const name = nameUnder(path, text);
+    if (!name.ok) return name.error;
+    if (!hasBody(request))
+      return multipartError('the multipart create has no body: its parts are the parameters and the image');
+    const limit = this.#options.maxFrameBytes ?? TLS_DEFAULTS.maxFrameBytes;
+    const length = Number(request.headers['content-length'] ?? 0);
+    if (length > limit + MULTIPART_ALLOWANCE) return tooLarge(length, limit);
+    const stallMs = this.#options.frameStallTimeoutMs ?? SESSION_DEFAULTS.frameStallTimeoutMs;
+    const read = await readMultipartCreate(request, query, stallMs);
+    if (!read.ok) return read.error;
+    const reply = await this.#withBody(
+      path,
+      text,
+      request,
+      ask,
+      ok(read.value.command),
+      'image',
+      201,
+      read.value.image,
+    );
+    const failure = read.value.failure();
+    return failure === null ? reply : multipartError(failure.message);
   }
 
   /**
@@ -417,10 +455,11 @@ class Web implements WebServer {
     path: VerifiedToken['path'],
     text: string,
     request: IncomingMessage,
-    ask: (name: Name, command: Command, body?: IncomingMessage) => Promise<Answer>,
+    ask: BodyAsk,
     command: Result<Command, ApiResponse>,
     what: 'image' | 'data',
     created: 200 | 201,
+    chunks?: AsyncIterable<Buffer>,
   ): Promise<ApiResponse> {
     const name = nameUnder(path, text);
     if (!name.ok) return name.error;
@@ -429,9 +468,10 @@ class Web implements WebServer {
       return apiError(400, 'E_WEB_BODY', `the ${what} is the request body, and there is none`, EXIT.usage);
     const limit = this.#options.maxFrameBytes ?? TLS_DEFAULTS.maxFrameBytes;
     const length = Number(request.headers['content-length'] ?? 0);
-    if (length > limit) return tooLarge(length, limit, what);
+    // A multipart body's length counts its parameters too (#createMultipart checks it).
+    if (chunks === undefined && length > limit) return tooLarge(length, limit, what);
     // A block's data larger than the device petreld refuses as it arrives ("data exceeds block size").
-    const answer = await ask(name.value, command.value, request);
+    const answer = await ask(name.value, command.value, request, chunks);
     if (answer.kind === 'error' && answer.code === 'E_TLS_FRAME_TOO_LARGE')
       return tooLarge(null, limit, what);
     if (answer.kind === 'reply' && answer.reply.type === 'string')
@@ -521,7 +561,7 @@ class Web implements WebServer {
     path: VerifiedToken['path'],
     text: string,
     request: IncomingMessage,
-    ask: (name: Name, command: Command, body?: IncomingMessage) => Promise<Answer>,
+    ask: BodyAsk,
   ): Promise<ApiResponse> {
     const command: Command = { type: 'block-set', compressed: false };
     return this.#withBody(path, text, request, ask, ok(command), 'data', 200);
@@ -581,11 +621,12 @@ class Web implements WebServer {
     command: Command,
     remote: string,
     body?: IncomingMessage,
+    chunks?: AsyncIterable<Buffer>,
   ): Promise<Answer> {
     const gone =
       body === undefined ? new Promise<void>(() => {}) : new Promise<void>((r) => body.once('close', r));
     const stallMs = this.#options.frameStallTimeoutMs ?? SESSION_DEFAULTS.frameStallTimeoutMs;
-    const client = new RequestChannel(body ?? null, gone, undefined, stallMs);
+    const client = new RequestChannel(chunks ?? body ?? null, gone, undefined, stallMs);
     const outcome = await proxy(this.#proxyRequest(token, name, command, client, remote));
     if (outcome.kind === 'refused') {
       const status =

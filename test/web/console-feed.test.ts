@@ -13,9 +13,9 @@ import type { ClientRequest } from 'node:http';
 import { request } from 'node:https';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { caCommand } from '../../src/cli/commands/ca.js';
 import { canaryImage, repo } from '../engine/guest.js';
 import { type Petreld, startPetreld } from '../tls/petreld.js';
+import { eventually, mintToken } from './client.js';
 import { checkResponse } from './openapi.js';
 
 const executable = path.join(repo, 'dist', 'src', 'cli', 'petrel.js');
@@ -23,31 +23,6 @@ let petreld: Petreld;
 let cacert: Buffer;
 let token = '';
 const children: ChildProcess[] = [];
-
-async function mint(): Promise<string> {
-  let out = '';
-  const status = await caCommand.run(
-    [
-      'token',
-      '--cert',
-      path.join(petreld.ca, 'dave.pem'),
-      '--key',
-      path.join(petreld.ca, 'dave.key'),
-      '--name',
-      'feed',
-    ],
-    {
-      stdout: (t) => {
-        out += String(t);
-      },
-      stderr: () => {},
-      readFile: async () => new Uint8Array(),
-      writeFile: async () => {},
-    },
-  );
-  if (status !== 0) throw new Error('petrel ca token failed');
-  return out.trim();
-}
 
 /** petreld's console subscribers below dave:, from its Prometheus endpoint. */
 async function subscribers(): Promise<number> {
@@ -100,15 +75,6 @@ function follow(query: string): Follower {
   return { req, numbers, opened: status };
 }
 
-/** Waits until `check` holds (it may be async), failing with `what` after `ms`. */
-async function until(check: () => boolean | Promise<boolean>, ms: number, what = 'condition'): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`${what} not reached within ${ms} ms`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
-
 const consecutive = (ns: readonly number[]) => ns.every((n, i) => i === 0 || n === (ns[i - 1] as number) + 1);
 
 beforeAll(async () => {
@@ -119,7 +85,7 @@ beforeAll(async () => {
     { web: true },
   );
   cacert = await readFile(path.join(petreld.ca, 'cacert.pem'));
-  token = await mint();
+  token = await mintToken(petreld.ca, 'dave', 'feed');
   const made = await new Promise<number>((resolve, reject) => {
     const req = request(
       {
@@ -165,40 +131,40 @@ describe('console followers of the web API', () => {
       });
       return { child, out };
     });
-    await until(() => cli.every((c) => c.out.err.includes('subscribed')), 20_000);
-    await until(async () => (await subscribers()) === 5, 5000);
+    await eventually(() => cli.every((c) => c.out.err.includes('subscribed')), 20_000);
+    await eventually(async () => (await subscribers()) === 5, 5000);
 
     const sse = Array.from({ length: 8 }, () => follow('?count=0'));
     expect(await Promise.all(sse.map((f) => f.opened))).toEqual(Array(8).fill(200));
     const cliBefore = cli.map((c) => c.out.text.length);
     // Every follower gets live lines, in order, none lost.
-    await until(() => sse.every((f) => f.numbers.length >= 5), 15_000);
+    await eventually(() => sse.every((f) => f.numbers.length >= 5), 15_000);
     for (const f of sse) expect(consecutive(f.numbers)).toBe(true);
     // petreld counts five CLI subscribers and ONE of the web layer's, whatever its eight followers.
     expect(await subscribers()).toBe(6);
     // No CLI follower was pushed out: each is still running and still receiving lines.
-    await until(() => cli.every((c, i) => c.out.text.length > (cliBefore[i] as number) + 100), 15_000);
+    await eventually(() => cli.every((c, i) => c.out.text.length > (cliBefore[i] as number) + 100), 15_000);
     for (const c of cli) expect(c.child.exitCode).toBeNull();
     for (const c of cli) expect(c.out.err).not.toContain('closed');
 
     // The last web follower gone, petreld's subscription for the web goes with it.
     for (const f of sse) f.req.destroy();
-    await until(async () => (await subscribers()) === 5, 5000);
+    await eventually(async () => (await subscribers()) === 5, 5000);
 
     // A new follower opens a new one: its history (the last 3 lines) comes from the ring, then live.
     const late = follow('?count=3');
     expect(await late.opened).toBe(200);
-    await until(() => late.numbers.length >= 6, 10_000);
+    await eventually(() => late.numbers.length >= 6, 10_000);
     expect(consecutive(late.numbers)).toBe(true);
     expect(await subscribers()).toBe(6);
     // A second follower joining the open subscription gets its history from the ring too.
     const second = follow('?count=4');
-    await until(() => second.numbers.length >= 4, 10_000);
+    await eventually(() => second.numbers.length >= 4, 10_000);
     expect(consecutive(second.numbers)).toBe(true);
     expect(await subscribers()).toBe(6);
     late.req.destroy();
     second.req.destroy();
     for (const c of cli) c.child.kill('SIGINT');
-    await until(async () => (await subscribers()) === 0, 10_000);
+    await eventually(async () => (await subscribers()) === 0, 10_000);
   });
 });

@@ -20,7 +20,8 @@ describe('matchRoute', () => {
     expect(action('GET', '/api/v1/unikernels/web/stats')).toEqual(['stats', 'web']);
     expect(action('GET', '/api/v1/unikernels/web/image')).toEqual(['image', 'web']);
     expect(action('PUT', '/api/v1/blocks/disk/data')).toEqual(['block-set', 'disk']);
-    expect(action('POST', '/api/v1/unikernels/web')).toEqual([405, 'E_WEB_METHOD']);
+    expect(action('POST', '/api/v1/unikernels/web')).toEqual(['create', 'web']);
+    expect(action('PATCH', '/api/v1/unikernels/web')).toEqual([405, 'E_WEB_METHOD']);
     expect(action('GET', '/api/v1/unikernels/')).toEqual([404, 'E_WEB_NOT_FOUND']);
     expect(action('GET', '/api/v1/unikernels/%E0%A4%A')).toEqual([404, 'E_WEB_NOT_FOUND']);
     expect(action('GET', '/api/v2/node')).toEqual([404, 'E_WEB_NOT_FOUND']);
