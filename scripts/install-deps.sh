@@ -4,7 +4,8 @@
 # headers for native/, iproute2 and taskset for the host side, binutils (the canary build checks
 # it has no SSE), openssl (TLS preflight tests), time (boot benchmark), systemd for
 # systemd-analyze and lintian (the package test verifies the units and lints the package;
-# systemd need not run, and dpkg-deb, strip and objcopy are already here). PostgreSQL, for the fleet tests only, is installed by .ci/run.
+# systemd need not run, and dpkg-deb, strip and objcopy are already here), chromium for the
+# dashboard's browser tests. PostgreSQL, for the fleet tests only, is installed by .ci/run.
 set -euo pipefail
 need=()
 command -v gcc >/dev/null || need+=(gcc)
@@ -21,6 +22,9 @@ command -v openssl >/dev/null || need+=(openssl)
 command -v systemd-analyze >/dev/null || need+=(systemd)
 # … and lintian checks the package (Debian's own, with its perl modules).
 command -v lintian >/dev/null || need+=(lintian)
+# The dashboard's browser tests (test/web/dashboard.test.ts, bench/web.ts): Debian's Chromium,
+# driven by playwright-core (an npm devDependency) at /usr/bin/chromium.
+[ -x /usr/bin/chromium ] || need+=(chromium)
 if [ "${#need[@]}" -gt 0 ]; then
   if [ "$(id -u)" -ne 0 ]; then
     echo "install as root: apt-get install ${need[*]}" >&2

@@ -47,6 +47,7 @@ lib=$root/usr/lib/petrel
 # may be running from, is left alone.
 npx tsc -p tsconfig.build.json --outDir "$work/dist"
 PETREL_DIST="$work/dist" node scripts/build-client.mjs
+PETREL_DIST="$work/dist" node scripts/build-dashboard.mjs
 # The native parts petreld runs, built for this version into a directory of their own (the
 # tree's native/build, with the tree's version, stays as it is).
 native=$work/native
@@ -60,6 +61,8 @@ make -s -C native BUILD="$native" VERSION="$version" "${targets[@]}" >/dev/null
 mkdir -p "$lib/dist" "$lib/native/build" "$lib/src/fleet" "$root/usr/bin" "$root/usr/sbin" \
   "$root/lib/systemd/system" "$root/etc/petrel" "$root/usr/share/doc/petrel" "$root/DEBIAN"
 (cd "$work/dist" && find src -type f \( -name '*.js' -o -name '*.cjs' \) -print0 | xargs -0 cp --parents -t "$lib/dist")
+# The web dashboard's page and styles beside its script (served by src/web/dashboard-files.ts).
+cp "$work/dist/src/web/dashboard/index.html" "$work/dist/src/web/dashboard/app.css" "$lib/dist/src/web/dashboard/"
 cp -r src/fleet/migrations "$lib/src/fleet/"
 # The lock file pins the production tree exactly; npm ci prunes it to what `dependencies` need
 # (it wants the package.json the lock was made from), then package.json keeps what runs.

@@ -59,6 +59,7 @@ export interface PetrelConfig {
   readonly webListen: Endpoint | null;
   readonly webCert: string | null;
   readonly webKey: string | null;
+  readonly webSessionIdleTimeout: number;
   readonly maxFrameBytes: number;
   /** Admission (petrel-differences.md (c)): sockets and bytes of unauthenticated peers. */
   readonly maxPendingConnections: number;
@@ -450,6 +451,14 @@ export const CONFIG_FIELDS: { readonly [K in ConfigKey]: ConfigField<PetrelConfi
     defaultText: 'none',
     help: "the web certificate's private key (PEM)",
     parse: optional(pathValue),
+  }),
+  webSessionIdleTimeout: field({
+    table: 'tls',
+    arg: 'DURATION',
+    defaultValue: 60 * 60 * S,
+    defaultText: '1h',
+    help: "a browser's session of the web API ends after this long without a request (and always with its token)",
+    parse: duration,
   }),
   maxFrameBytes: field({
     table: 'limits',

@@ -464,6 +464,8 @@ async function openWeb(
     maxFrameBytes: config.maxFrameBytes,
     maxConnectionsPerIdentity: config.maxConnectionsPerIdentity,
     frameStallTimeoutMs: config.frameStallTimeout,
+    sessionIdleTimeoutMs: config.webSessionIdleTimeout,
+    statsIntervalMs: config.statsInterval,
     admission: admissionSettings(config),
     logger: log,
     openService,

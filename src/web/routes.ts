@@ -15,7 +15,9 @@ export type Action =
   | 'block-add'
   | 'block-remove'
   | 'block-set'
-  | 'block-dump';
+  | 'block-dump'
+  | 'samples'
+  | 'exits';
 export const CHANGES: ReadonlySet<Action> = new Set([
   'create',
   'destroy',
@@ -59,6 +61,7 @@ export function matchRoute(method: string, pathname: string): Route {
     );
   };
   if (parts.length === 1 && parts[0] === 'node') return allowed({ GET: 'node' });
+  if (parts.length === 1 && parts[0] === 'exits') return allowed({ GET: 'exits' });
   if (parts[0] === 'blocks') {
     if (parts.length === 1) return allowed({ GET: 'blocks' });
     if (parts.length === 2 && name !== '') return allowed({ PUT: 'block-add', DELETE: 'block-remove' });
@@ -74,5 +77,6 @@ export function matchRoute(method: string, pathname: string): Route {
   if (parts.length === 3 && parts[2] === 'console' && name !== '') return allowed({ GET: 'console' });
   if (parts.length === 3 && parts[2] === 'stats' && name !== '') return allowed({ GET: 'stats' });
   if (parts.length === 3 && parts[2] === 'image' && name !== '') return allowed({ GET: 'image' });
+  if (parts.length === 3 && parts[2] === 'samples' && name !== '') return allowed({ GET: 'samples' });
   return none(404, 'E_WEB_NOT_FOUND', `no such resource ${pathname}`);
 }

@@ -63,10 +63,15 @@ import {
 import { RequestChannel } from './channel.js';
 import { ConsoleFeeds, FEED_COMMAND } from './console-feed.js';
 import { createCommand } from './create.js';
+import { dashboardDir, loadDashboard } from './dashboard-files.js';
 import { DenyList } from './deny-list.js';
+import { listExits } from './exits.js';
+import { Front } from './front.js';
 import { MULTIPART_ALLOWANCE, multipartError, readMultipartCreate } from './multipart-create.js';
 import { hasBody, sendJson, tooLarge } from './respond.js';
 import { type Action, BODIES, CHANGES, matchRoute } from './routes.js';
+import { Sampler } from './samples.js';
+import { SessionTable } from './sessions.js';
 import {
   consoleSelect,
   type EventOf,
@@ -113,7 +118,16 @@ export interface WebServerOptions {
   readonly clock?: () => Date;
   /** In-memory connections to petreld's handlers when petreld hosts the listener. */
   readonly openService?: (service: Service) => Duplex | null;
+  /** A browser session ends after this long without a request (`webSessionIdleTimeout`). Default 1 h. */
+  readonly sessionIdleTimeoutMs?: number;
+  /** Where the dashboard's built files are; default: found beside this module (dashboard-files.ts). */
+  readonly dashboardDir?: string | null;
+  /** petreld's statsInterval: the spacing of the dashboard's samples (samples.ts). Default 10 s. */
+  readonly statsIntervalMs?: number;
 }
+
+/** `webSessionIdleTimeout`'s default. */
+export const SESSION_IDLE_DEFAULT_MS = 60 * 60 * 1000;
 
 export interface WebServer {
   listen(): Promise<AddressInfo>;
@@ -171,6 +185,8 @@ class Web implements WebServer {
   readonly #failures = new FailureTable();
   /** Requests open per identity path (`alice:`). */
   readonly #open = new Map<string, number>();
+  readonly #front: Front;
+  readonly #sampler: Sampler;
   #sequence = 0n;
   #refusedAt = 0;
   #refusedInSecond = 0;
@@ -185,6 +201,32 @@ class Web implements WebServer {
     this.#deny = new DenyList(options.denyList, this.#log);
     this.#usage = new TokenUsage(options.usage ?? null, this.#log);
     this.#feeds = new ConsoleFeeds(this.#log);
+    this.#front = new Front(
+      {
+        verify: (text) => this.#verify(text),
+        refusedFor: (remote, now) => this.#failures.refusedFor(remote, now),
+        failed: (remote, now) => this.#failures.failed(remote, now),
+        refusal: (fields) => this.#refusal(fields),
+        log: this.#log,
+      },
+      new SessionTable(options.sessionIdleTimeoutMs ?? SESSION_IDLE_DEFAULT_MS),
+      loadDashboard(options.dashboardDir === undefined ? dashboardDir() : options.dashboardDir),
+    );
+    this.#sampler = new Sampler({
+      intervalMs: options.statsIntervalMs ?? 10_000,
+      log: this.#log,
+      run: ({ client, name }) => {
+        // petreld's own listener, not a caller: the root, with no policies to install.
+        const root: VerifiedToken = {
+          id: '',
+          name: 'web-samples',
+          expires: new Date(8.64e15),
+          path: [],
+          policies: [],
+        };
+        return proxy(this.#proxyRequest(root, name, { type: 'stats-subscribe' }, client, ''));
+      },
+    });
     this.#http = createHttpServer(
       { maxHeaderSize: 16 * 1024, headersTimeout: 10_000, requestTimeout: 0, keepAliveTimeout: 5_000 },
       (request, response) => {
@@ -202,7 +244,9 @@ class Web implements WebServer {
 
   async listen(): Promise<AddressInfo> {
     await this.#usage.load();
-    return this.#listen();
+    const address = await this.#listen();
+    this.#sampler.start();
+    return address;
   }
 
   #listen(): Promise<AddressInfo> {
@@ -222,6 +266,7 @@ class Web implements WebServer {
   }
 
   async close(): Promise<void> {
+    this.#sampler.stop();
     this.#gate.close();
     await new Promise<void>((resolve) => {
       this.#tcp.close(() => resolve());
@@ -290,6 +335,8 @@ class Web implements WebServer {
   async #request(request: IncomingMessage, response: ServerResponse): Promise<void> {
     const remote = this.#tcpOf.get(request.socket)?.remoteAddress ?? request.socket.remoteAddress;
     const url = new URL(request.url ?? '/', 'https://petreld.invalid');
+    if (this.#front.owns(url.pathname))
+      return this.#front.handle(request, response, url, remote ?? 'unknown');
     const route = matchRoute(request.method ?? 'GET', url.pathname);
     if (route.kind === 'none') {
       return this.#drain(request, response, apiError(route.status, route.code, route.message, EXIT.usage));
@@ -305,9 +352,16 @@ class Web implements WebServer {
       });
     }
     const token = await this.#authenticate(request);
+    if (!token.ok && token.error.code === 'E_WEB_CSRF') {
+      this.#refusal({ remote, code: token.error.code, reason: token.error.message });
+      const reply = apiError(403, token.error.code, token.error.message, EXIT.auth);
+      return this.#drain(request, response, reply);
+    }
     if (!token.ok) {
-      // petreld's own trouble (an unreadable deny-list) is no failure of the peer's.
-      if (token.error.code !== 'E_TOKEN_DENY_LIST') this.#failures.failed(remote ?? 'unknown', now);
+      // petreld's own trouble (an unreadable deny-list) is no failure of the peer's, nor is a
+      // session cookie that outlived its session (petreld restarted, idle, signed out).
+      if (token.error.code !== 'E_TOKEN_DENY_LIST' && token.error.code !== 'E_WEB_SESSION')
+        this.#failures.failed(remote ?? 'unknown', now);
       this.#refusal({ remote, code: token.error.code, reason: token.error.message });
       return this.#drain(request, response, apiError(401, token.error.code, token.error.message, EXIT.auth), {
         'www-authenticate': 'Bearer realm="petreld", error="invalid_token"',
@@ -389,6 +443,14 @@ class Web implements WebServer {
         return this.#blockDump(token.value, route.name, response, remote ?? '');
       case 'image':
         return this.#image(token.value, route.name, response, remote ?? '');
+      case 'exits':
+        reply = await listExits(path, ask);
+        break;
+      case 'samples': {
+        const name = nameUnder(path, route.name);
+        reply = name.ok ? { status: 200, body: this.#sampler.json(printName(name.value)) } : name.error;
+        break;
+      }
     }
     if (CHANGES.has(route.action)) this.#audit(token.value, route.action, route.name, reply);
     // A reply before the whole body was read (refused, too large): the connection goes after it.
@@ -597,7 +659,10 @@ class Web implements WebServer {
 
   async #authenticate(request: IncomingMessage): Promise<Result<VerifiedToken, PetrelError>> {
     const header = request.headers.authorization;
+    // A browser's session cookie stands for its token (front.ts); a bearer token needs no CSRF.
     if (header === undefined) {
+      const session = await this.#front.sessionToken(request);
+      if (session !== null) return session;
       return err(
         'E_TOKEN_MISSING',
         'no token: send Authorization: Bearer <token> (petrel ca token makes one)',
@@ -605,10 +670,15 @@ class Web implements WebServer {
     }
     const bearer = /^Bearer +(\S+) *$/i.exec(header);
     if (bearer === null) return err('E_TOKEN_MALFORMED', 'the Authorization header is not "Bearer <token>"');
+    return this.#verify(bearer[1] as string);
+  }
+
+  /** A token's text against the CA, the clock and the deny-list as it is now. */
+  async #verify(text: string): Promise<Result<VerifiedToken, PetrelError>> {
     const denied = await this.#deny.current();
     if (!denied.ok) return denied;
     const clock = this.#options.clock ?? (() => new Date());
-    return verifyToken(bearer[1] as string, this.#anchor, clock(), (id) => denied.value.has(id));
+    return verifyToken(text, this.#anchor, clock(), (id) => denied.value.has(id));
   }
 
   /**

@@ -145,3 +145,111 @@ export async function startPetreld(
     throw e;
   }
 }
+
+/** A token of the delegation `label` of a Petreld's PKI (`petrel ca token`), its text. */
+export async function mintToken(petreld: Petreld, label: string, name: string): Promise<string> {
+  let out = '';
+  let stderr = '';
+  const status = await caCommand.run(
+    [
+      'token',
+      '--cert',
+      path.join(petreld.ca, `${label}.pem`),
+      '--key',
+      path.join(petreld.ca, `${label}.key`),
+      '--name',
+      name,
+    ],
+    {
+      stdout: (text) => {
+        out += String(text);
+      },
+      stderr: (text) => {
+        stderr += String(text);
+      },
+      readFile: async () => new Uint8Array(),
+      writeFile: async () => {},
+    },
+  );
+  if (status !== 0) throw new Error(`petrel ca token: ${stderr}`);
+  return out.trim();
+}
+
+export interface WebReply {
+  readonly status: number;
+  readonly headers: Record<string, string | string[] | undefined>;
+  readonly text: string;
+}
+
+/** One HTTPS request to a Petreld's web API (`web: true`), its certificate verified for 127.0.0.1. */
+export async function webRequest(
+  petreld: Petreld,
+  method: string,
+  url: string,
+  headers: Record<string, string> = {},
+  body?: string | Buffer,
+  localAddress?: string,
+): Promise<WebReply> {
+  const { request } = await import('node:https');
+  const { readFile } = await import('node:fs/promises');
+  const ca = await readFile(path.join(petreld.ca, 'cacert.pem'));
+  return new Promise((resolve, reject) => {
+    const all = {
+      ...headers,
+      ...(body === undefined ? {} : { 'content-length': String(Buffer.byteLength(body)) }),
+    };
+    const req = request(
+      {
+        host: '127.0.0.1',
+        port: petreld.webPort as number,
+        method,
+        path: url,
+        headers: all,
+        ca,
+        agent: false,
+        ...(localAddress === undefined ? {} : { localAddress }),
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () =>
+          resolve({
+            status: res.statusCode as number,
+            headers: res.headers,
+            text: Buffer.concat(chunks).toString('utf8'),
+          }),
+        );
+      },
+    );
+    req.on('error', (e) => reject(new Error(`${method} ${url}: ${e.message}`)));
+    req.end(body);
+  });
+}
+
+/** Waits until `check` resolves true, polling every 100 ms; throws naming `what` after `ms`. */
+export async function eventually(what: string, check: () => Promise<boolean>, ms = 15_000): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`${what}: not reached within ${ms} ms`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+/** Creates the canary `vm` (its arguments `args`) by mutual TLS as the delegation `label`. */
+export async function createCanary(
+  petreld: Petreld,
+  label: string,
+  vm: string,
+  args: readonly string[],
+): Promise<void> {
+  const { canaryImage } = await import('../engine/guest.js');
+  const { canaryConfig } = await import('../engine/harness.js');
+  const { name } = await import('./helpers.js');
+  const answer = await petreld.remote(label).request(name(vm), {
+    type: 'unikernel-create',
+    force: false,
+    release: '2.7',
+    config: await canaryConfig(canaryImage, [...args], { memory: 16 }),
+  });
+  if (!answer.ok || answer.value.kind !== 'reply') throw new Error(`create ${vm}: ${JSON.stringify(answer)}`);
+}

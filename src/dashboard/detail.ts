@@ -1,0 +1,117 @@
+// One unikernel in the dashboard: its configuration, restart history, console (history, then
+// live, each line as text only: a guest is hostile) and plots of its last hour.
+
+import { call, enc, messageOf } from './api.js';
+import { byId, clear, el, mib } from './dom.js';
+import { drawPlot, rates, type Series } from './plot.js';
+import type { Exit, Unikernel } from './types.js';
+
+/** Lines the console view keeps; older ones are removed. */
+const MAX_LINES = 2000;
+/** Plots are fetched again each sample interval, between one and ten seconds. */
+const PLOT_MS = { least: 1000, most: 10_000 };
+
+let events: EventSource | null = null;
+let plotTimer: number | null = null;
+let shown: string | null = null;
+
+export function shownName(): string | null {
+  return shown;
+}
+
+export function hideDetail(): void {
+  events?.close();
+  events = null;
+  if (plotTimer !== null) window.clearTimeout(plotTimer);
+  plotTimer = null;
+  shown = null;
+  byId('detail').hidden = true;
+}
+
+/** Shows `u`; the console and plots start when it is newly shown, the rest is refreshed. */
+export function showDetail(u: Unikernel, exit: Exit | undefined): void {
+  const fresh = shown !== u.name;
+  if (fresh) hideDetail();
+  shown = u.name;
+  byId('detail').hidden = false;
+  byId('detail-name').textContent = u.name;
+  const config = byId('detail-config');
+  clear(config);
+  const rows: [string, string][] = [
+    ['Full name', u.fullName],
+    ['State', u.state],
+    ['Type', u.type],
+    ['Memory', `${u.memory} MiB`],
+    ['CPUs', `${u.cpus} (ids ${u.cpuids.join(', ')})`],
+    ['Networks', u.networks.map((n) => `${n.netif} → ${n.bridge} (${n.mac})`).join('; ') || 'none'],
+    [
+      'Block devices',
+      u.blocks.map((b) => `${b.device} → ${b.hostDevice} (${b.size} MiB)`).join('; ') || 'none',
+    ],
+    ['Arguments', u.arguments.join(' ') || 'none'],
+    ['Restart on failure', u.restartOnFail ? 'yes' : 'no'],
+    ['Started', new Date(u.started).toLocaleString()],
+    ['Image SHA-256', u.digest],
+  ];
+  for (const [term, value] of rows) config.append(el('dt', {}, term), el('dd', {}, value));
+  byId('detail-exits').textContent =
+    exit === undefined
+      ? 'No exit recorded since petreld started.'
+      : `Last exit: ${exit.exit}${exit.limit === null ? '' : ` (${exit.limit})`} at ${new Date(exit.at).toLocaleString()}; ${exit.restarts} restart(s) on failure in the current window.`;
+  if (fresh) {
+    follow(u.name);
+    void plots(u.name);
+  }
+}
+
+function follow(name: string): void {
+  const view = byId('console');
+  clear(view);
+  const source = new EventSource(`/api/v1/unikernels/${enc(name)}/console?count=200`);
+  events = source;
+  source.addEventListener('line', (event) => {
+    const { timestamp, line } = JSON.parse((event as MessageEvent<string>).data) as {
+      timestamp: string;
+      line: string;
+    };
+    const atBottom = view.scrollTop + view.clientHeight >= view.scrollHeight - 4;
+    // textContent only, never innerHTML: a guest's `<script>` stays text.
+    view.append(el('div', { class: 'line' }, el('span', { class: 'time' }, timestamp.slice(11, 23)), line));
+    while (view.childElementCount > MAX_LINES) view.firstElementChild?.remove();
+    if (atBottom) view.scrollTop = view.scrollHeight;
+  });
+  source.addEventListener('end', (event) => {
+    const { message } = JSON.parse((event as MessageEvent<string>).data) as { message: string };
+    view.append(el('div', { class: 'line end' }, `— ${message}`));
+    source.close();
+  });
+}
+
+async function plots(name: string): Promise<void> {
+  const reply = await call<{ interval: number; samples: number[][] }>(
+    'GET',
+    `/api/v1/unikernels/${enc(name)}/samples`,
+  );
+  if (shown !== name) return;
+  const next = reply.status === 200 ? reply.body.interval * 1000 : PLOT_MS.most;
+  plotTimer = window.setTimeout(
+    () => void plots(name),
+    Math.min(PLOT_MS.most, Math.max(PLOT_MS.least, next)),
+  );
+  if (reply.status !== 200) {
+    byId('app-error').textContent = messageOf(reply);
+    return;
+  }
+  const samples = reply.body.samples;
+  const now = Date.now();
+  const column = (i: number): Series => samples.map((s) => [s[0] as number, s[i] as number] as const);
+  drawPlot(byId<HTMLCanvasElement>('plot-memory'), [column(2)], now, mib);
+  const cpu = rates(column(1)).map(([t, v]) => [t, v * 100] as const);
+  drawPlot(byId<HTMLCanvasElement>('plot-cpu'), [cpu], now, (v) => `${v.toFixed(1)} %`);
+  drawPlot(
+    byId<HTMLCanvasElement>('plot-net'),
+    [rates(column(3)), rates(column(4))],
+    now,
+    (v) => `${Math.round(v)} B/s`,
+  );
+}

@@ -1,0 +1,254 @@
+// The Petrel dashboard (issue 24): sign in with a token, then every unikernel the token's
+// delegation may see on this node, its detail, the delegation's policies as bars, a deploy form.
+
+import { call, messageOf, setCsrf } from './api.js';
+import { fillDeployChoices, upload } from './deploy.js';
+import { hideDetail, showDetail, shownName } from './detail.js';
+import { byId, clear, el } from './dom.js';
+import type { Block, Exit, NodeInfo, Policy, Session, Unikernel } from './types.js';
+
+const REFRESH_MS = 10_000;
+let unikernels: Unikernel[] = [];
+let exits = new Map<string, Exit>();
+let refreshTimer: number | null = null;
+
+function showSignIn(message = ''): void {
+  if (refreshTimer !== null) window.clearInterval(refreshTimer);
+  refreshTimer = null;
+  hideDetail();
+  setCsrf(null);
+  byId('app').hidden = true;
+  byId('sign-out').hidden = true;
+  byId('who').textContent = '';
+  byId('sign-in').hidden = false;
+  byId('sign-in-error').textContent = message;
+}
+
+function showApp(session: Session): void {
+  setCsrf(session.csrf);
+  byId('sign-in').hidden = true;
+  byId('app').hidden = false;
+  byId('sign-out').hidden = false;
+  byId('who').textContent =
+    `${session.delegation || '(root)'} — token ${session.token.name}, until ${new Date(session.token.expires).toLocaleString()}`;
+  void refresh();
+  refreshTimer = window.setInterval(() => void refresh(), REFRESH_MS);
+}
+
+/** Every page of the listing. */
+async function listAll(): Promise<Unikernel[] | null> {
+  const all: Unikernel[] = [];
+  let after: string | null = null;
+  for (;;) {
+    const query: string = after === null ? '?limit=1000' : `?limit=1000&after=${encodeURIComponent(after)}`;
+    const reply = await call<{ items: Unikernel[]; next: string | null }>(
+      'GET',
+      `/api/v1/unikernels${query}`,
+    );
+    if (reply.status === 401) return null;
+    if (reply.status !== 200) throw new Error(messageOf(reply));
+    all.push(...reply.body.items);
+    if (reply.body.next === null) return all;
+    after = reply.body.next;
+  }
+}
+
+export async function refresh(): Promise<void> {
+  try {
+    const [node, list, exitReply, blocks] = await Promise.all([
+      call<NodeInfo>('GET', '/api/v1/node'),
+      listAll(),
+      call<{ items: Exit[] }>('GET', '/api/v1/exits'),
+      call<{ items: Block[] }>('GET', '/api/v1/blocks'),
+    ]);
+    if (node.status === 401 || list === null) return showSignIn('The session has ended: sign in again.');
+    if (node.status !== 200) throw new Error(messageOf(node));
+    unikernels = list;
+    exits = new Map(exitReply.status === 200 ? exitReply.body.items.map((e) => [e.name, e]) : []);
+    const blockList = blocks.status === 200 ? blocks.body.items : [];
+    renderPolicies(node.body, blockList);
+    renderList();
+    fillDeployChoices(
+      node.body.policies.find((p) => p.relative === ''),
+      blockList,
+    );
+    const selected = shownName();
+    const still = unikernels.find((u) => u.name === selected);
+    if (still !== undefined) showDetail(still, exits.get(still.name));
+    else if (selected !== null) hideDetail();
+    byId('app-error').textContent = '';
+  } catch (e) {
+    byId('app-error').textContent = (e as Error).message;
+  }
+}
+
+function bar(label: string, used: number, limit: number, unit = ''): HTMLElement {
+  const fraction = limit > 0 ? Math.min(1, used / limit) : 1;
+  const fill = el('div', { class: fraction >= 1 ? 'fill full' : 'fill' });
+  // Through the CSSOM: the CSP (style-src 'self') refuses style attributes.
+  fill.style.width = `${(fraction * 100).toFixed(1)}%`;
+  return el(
+    'div',
+    { class: 'bar' },
+    el('div', { class: 'label' }, `${label}: ${used}${unit} of ${limit}${unit}`),
+    el(
+      'div',
+      {
+        class: 'track',
+        role: 'meter',
+        'aria-valuemin': '0',
+        'aria-valuemax': String(limit),
+        'aria-valuenow': String(used),
+      },
+      fill,
+    ),
+  );
+}
+
+/** Each policy at or below the caller's delegation, with what runs under it against its limits. */
+function renderPolicies(node: NodeInfo, blocks: readonly Block[]): void {
+  const box = byId('policy-bars');
+  clear(box);
+  const under = (p: Policy, name: string) => p.relative === '' || name.startsWith(`${p.relative}:`);
+  for (const p of node.policies) {
+    const mine = unikernels.filter((u) => under(p, u.name));
+    const memory = mine.reduce((sum, u) => sum + u.memory, 0);
+    const blockUse = blocks.filter((b) => under(p, b.name)).reduce((sum, b) => sum + b.size, 0);
+    box.append(
+      el(
+        'div',
+        { class: 'policy' },
+        el('h3', {}, p.relative === '' ? `${p.path || '(root)'} (this delegation)` : p.path),
+        bar('Unikernels', mine.length, p.unikernels),
+        bar('Memory', memory, p.memory, ' MiB'),
+        p.block === null ? null : bar('Block storage', blockUse, p.block, ' MiB'),
+        el(
+          'div',
+          { class: 'label' },
+          `CPUs ${p.cpuids.join(', ') || 'none'}; bridges ${p.bridges.join(', ') || 'none'}`,
+        ),
+      ),
+    );
+  }
+}
+
+function renderList(): void {
+  const box = byId('node-list');
+  const selected = shownName();
+  const rows = document.createDocumentFragment();
+  for (const u of unikernels) {
+    const exit = exits.get(u.name);
+    const row = el(
+      'tr',
+      { class: u.name === selected ? 'unikernel selected' : 'unikernel', 'data-name': u.name },
+      el('td', {}, u.name),
+      el('td', {}, u.state),
+      el('td', {}, `${u.memory} MiB`),
+      el('td', {}, String(u.cpus)),
+      el('td', {}, exit === undefined ? '—' : `${exit.exit}, ${exit.restarts} restart(s)`),
+    );
+    row.addEventListener('click', () => {
+      showDetail(u, exits.get(u.name));
+      renderList();
+    });
+    rows.append(row);
+  }
+  const head = el('tr', {}, ...['Name', 'State', 'Memory', 'CPUs', 'Last exit'].map((h) => el('th', {}, h)));
+  const table = el('table', {}, el('thead', {}, head), el('tbody', {}, rows));
+  const node = el(
+    'div',
+    { class: 'node', 'data-node': location.host },
+    el('h3', {}, `Node ${location.host} — ${unikernels.length} running`),
+    unikernels.length === 0 ? el('p', {}, 'Nothing runs here under this delegation.') : table,
+  );
+  box.replaceChildren(node);
+}
+
+async function signIn(event: SubmitEvent): Promise<void> {
+  event.preventDefault();
+  const form = event.target as HTMLFormElement;
+  const field = form.elements.namedItem('token') as HTMLTextAreaElement;
+  const reply = await call<Session>('POST', '/api/v1/session', { token: field.value.trim() });
+  if (reply.status !== 201) {
+    byId('sign-in-error').textContent = messageOf(reply);
+    return;
+  }
+  field.value = '';
+  showApp(reply.body);
+}
+
+async function deploy(event: SubmitEvent): Promise<void> {
+  event.preventDefault();
+  const form = event.target as HTMLFormElement;
+  const progress = byId<HTMLProgressElement>('deploy-progress');
+  const result = byId('deploy-result');
+  progress.hidden = false;
+  progress.value = 0;
+  result.textContent = 'Uploading…';
+  const reply = await upload(form, (f) => {
+    progress.value = f;
+  });
+  let parsed: unknown = null;
+  try {
+    parsed = JSON.parse(reply.body);
+  } catch {
+    parsed = null;
+  }
+  if (reply.status === 201) {
+    progress.value = 1;
+    const name = String((parsed as { name?: string } | null)?.name ?? '');
+    result.textContent = `Created ${name}.`;
+    await refresh();
+    const made = unikernels.find((u) => u.name === name);
+    if (made !== undefined) {
+      showDetail(made, exits.get(name));
+      renderList();
+    }
+  } else {
+    progress.hidden = true;
+    result.textContent = messageOf({ status: reply.status, body: parsed });
+  }
+}
+
+/** Destroy asks twice: the first click arms the button for five seconds. */
+function armed(button: HTMLButtonElement, label: string): boolean {
+  if (button.dataset.armed === 'yes') return true;
+  button.dataset.armed = 'yes';
+  const before = button.textContent;
+  button.textContent = label;
+  window.setTimeout(() => {
+    button.dataset.armed = '';
+    button.textContent = before;
+  }, 5000);
+  return false;
+}
+
+async function change(method: string, suffix: string): Promise<void> {
+  const name = shownName();
+  if (name === null) return;
+  const reply = await call(method, `/api/v1/unikernels/${encodeURIComponent(name)}${suffix}`);
+  byId('app-error').textContent = reply.status === 200 ? '' : messageOf(reply);
+  await refresh();
+}
+
+async function boot(): Promise<void> {
+  byId<HTMLFormElement>('sign-in-form').addEventListener('submit', (e) => void signIn(e));
+  byId<HTMLFormElement>('deploy-form').addEventListener('submit', (e) => void deploy(e));
+  byId('sign-out').addEventListener('click', async () => {
+    await call('DELETE', '/api/v1/session');
+    showSignIn();
+  });
+  byId('restart').addEventListener('click', () => void change('POST', '/restart'));
+  const destroy = byId<HTMLButtonElement>('destroy');
+  destroy.addEventListener('click', () => {
+    if (armed(destroy, 'Click again to destroy')) {
+      destroy.dataset.armed = '';
+      void change('DELETE', '');
+    }
+  });
+  const session = await call<Session>('GET', '/api/v1/session');
+  if (session.status === 200) showApp(session.body);
+  else showSignIn();
+}
+
+void boot();
