@@ -4,27 +4,23 @@
 // a change without the CSRF token is refused. The certificate is trusted by its key's pin, not
 // ignored. Guests are the canary (the fake-kvm TEST DOUBLE where KVM is missing).
 
-import { createHash, X509Certificate } from 'node:crypto';
-import { existsSync } from 'node:fs';
 import { mkdir, readFile } from 'node:fs/promises';
-import { createRequire } from 'node:module';
 import path from 'node:path';
-import { type Browser, chromium, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { canaryImage, guestMode } from '../engine/guest.js';
 import { repo } from '../repo.js';
 import { createCanary, eventually, mintToken, type Petreld, startPetreld } from '../tls/petreld.js';
+import { chromiumMissing, launchChromium, playwrightVersion } from './browser.js';
 
-export const CHROMIUM = '/usr/bin/chromium';
 /** Where the test writes what a person would look at (the screenshot). */
 export const OUTPUT = path.join(repo, 'test-results', 'dashboard');
 
-const present = existsSync(CHROMIUM);
-if (!present) {
-  const why = `${CHROMIUM} is missing (scripts/install-deps.sh installs Debian's chromium)`;
+const missing = chromiumMissing();
+if (missing !== null) {
   // CI installs it: there a missing browser is a failure, not a skip.
-  if (process.env.CI === 'true') throw new Error(why);
-  console.warn(`dashboard browser tests skipped: ${why}`);
+  if (process.env.CI === 'true') throw new Error(missing);
+  console.warn(`dashboard browser tests skipped: ${missing}`);
 }
 
 let petreld: Petreld;
@@ -34,22 +30,6 @@ let token: string;
 let origin: string;
 
 const running = () => [...petreld.daemon.engine.running].sort();
-
-/** Launches Debian's Chromium, trusting the web certificate by the SHA-256 of its public key. */
-export async function launchChromium(webPem: Buffer): Promise<Browser> {
-  const spki = new X509Certificate(webPem).publicKey.export({ type: 'spki', format: 'der' });
-  const pin = createHash('sha256').update(spki).digest('base64');
-  // The test double's preload is for tenders, not for the browser.
-  const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => k !== 'LD_PRELOAD')) as Record<
-    string,
-    string
-  >;
-  return chromium.launch({
-    executablePath: CHROMIUM,
-    args: ['--no-sandbox', `--ignore-certificate-errors-spki-list=${pin}`],
-    env,
-  });
-}
 
 /**
  * Pixels of the plots' first colour (#2c7fb8) on a canvas: the series, not the grid. Page code
@@ -65,7 +45,7 @@ const seriesPixels = (id: string): Promise<number> =>
     return n;
   })()`);
 
-describe.skipIf(!present)('the dashboard in headless Chromium', () => {
+describe.skipIf(missing !== null)('the dashboard in headless Chromium', () => {
   beforeAll(async () => {
     petreld = await startPetreld(
       { alice: ['--vms', '3', '--mem', '64'] },
@@ -75,9 +55,7 @@ describe.skipIf(!present)('the dashboard in headless Chromium', () => {
     token = await mintToken(petreld, 'alice', 'browser');
     origin = `https://127.0.0.1:${petreld.webPort}`;
     browser = await launchChromium(await readFile(path.join(petreld.ca, 'web.pem')));
-    const version = (createRequire(import.meta.url)('playwright-core/package.json') as { version: string })
-      .version;
-    console.log(`chromium ${browser.version()}, playwright-core ${version}, guests ${guestMode}`);
+    console.log(`chromium ${browser.version()}, playwright-core ${playwrightVersion()}, guests ${guestMode}`);
     page = await (await browser.newContext({ viewport: { width: 1280, height: 1000 } })).newPage();
   }, 60_000);
   afterAll(async () => {
