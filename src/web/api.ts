@@ -54,7 +54,7 @@ export const apiError = (status: number, code: string, message: string, exit: nu
 function refused(message: string): ApiResponse {
   // The texts are Albatross's; "… not found" is the one a client wants to tell apart.
   return apiError(
-    /(not found|no unikernel found)$/.test(message) ? 404 : 409,
+    /(not found|no unikernel found|unknown policy)$/.test(message) ? 404 : 409,
     'E_REFUSED',
     message,
     EXIT.refused,
@@ -128,7 +128,7 @@ export function unikernelJson(path: Path, relative: Name, info: UnikernelInfo): 
 }
 
 /** `relative`: the policy's place below the caller's path, as policy info carries it. */
-function policyJson(path: Path, relative: Name, policy: Policy): Json {
+export function policyJson(path: Path, relative: Name, policy: Policy): Json {
   const below = nameAsPath(relative);
   return {
     path: printPath([...path, ...below]),

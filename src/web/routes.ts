@@ -17,7 +17,10 @@ export type Action =
   | 'block-set'
   | 'block-dump'
   | 'samples'
-  | 'exits';
+  | 'exits'
+  | 'policies'
+  | 'policy-add'
+  | 'policy-remove';
 export const CHANGES: ReadonlySet<Action> = new Set([
   'create',
   'destroy',
@@ -25,6 +28,8 @@ export const CHANGES: ReadonlySet<Action> = new Set([
   'block-add',
   'block-remove',
   'block-set',
+  'policy-add',
+  'policy-remove',
 ]);
 /** The requests that take a body: the image of a create, the data of a block device. */
 export const BODIES: ReadonlySet<Action> = new Set(['create', 'block-set']);
@@ -62,6 +67,11 @@ export function matchRoute(method: string, pathname: string): Route {
   };
   if (parts.length === 1 && parts[0] === 'node') return allowed({ GET: 'node' });
   if (parts.length === 1 && parts[0] === 'exits') return allowed({ GET: 'exits' });
+  if (parts[0] === 'policies') {
+    if (parts.length === 1) return allowed({ GET: 'policies' });
+    if (parts.length === 2 && name !== '') return allowed({ PUT: 'policy-add', DELETE: 'policy-remove' });
+    return none(404, 'E_WEB_NOT_FOUND', `no such resource ${pathname}`);
+  }
   if (parts[0] === 'blocks') {
     if (parts.length === 1) return allowed({ GET: 'blocks' });
     if (parts.length === 2 && name !== '') return allowed({ PUT: 'block-add', DELETE: 'block-remove' });

@@ -25,7 +25,7 @@ import type { MeteredStream } from '../net/metered.js';
 import { acceptTls } from '../net/tls-accept.js';
 import { err, ok, type PetrelError, type Result } from '../resources/errors.js';
 import { FAILURE_DEFAULTS, FailureTable } from '../resources/failures.js';
-import { type Name, printName, printPath } from '../resources/name.js';
+import { type Name, pathName, printName, printPath } from '../resources/name.js';
 import { loadTrustAnchor, type TrustAnchor } from '../tls/chain.js';
 import { describeError } from '../tls/errors.js';
 import type { Identity } from '../tls/identity.js';
@@ -68,6 +68,7 @@ import { DenyList } from './deny-list.js';
 import { listExits } from './exits.js';
 import { Front } from './front.js';
 import { MULTIPART_ALLOWANCE, multipartError, readMultipartCreate } from './multipart-create.js';
+import { listPolicies, policyChanged, policyCommand, policyPathUnder } from './policies.js';
 import { hasBody, sendJson, tooLarge } from './respond.js';
 import { type Action, BODIES, CHANGES, matchRoute } from './routes.js';
 import { Sampler } from './samples.js';
@@ -430,6 +431,13 @@ class Web implements WebServer {
       case 'blocks':
         reply = await listBlocks(path, ask);
         break;
+      case 'policies':
+        reply = await listPolicies(path, ask);
+        break;
+      case 'policy-add':
+      case 'policy-remove':
+        reply = await this.#policy(path, route.action, route.name, url.searchParams, ask);
+        break;
       case 'block-add':
         reply = await addBlock(path, route.name, url.searchParams, ask);
         break;
@@ -456,6 +464,37 @@ class Web implements WebServer {
     // A reply before the whole body was read (refused, too large): the connection goes after it.
     if (!request.complete) this.#drain(request, response, reply);
     else sendJson(response, reply);
+  }
+
+  /**
+   * PUT or DELETE /api/v1/policies/{path}: a policy strictly below the caller's delegation
+   * (policies.ts says why), the engine's checks and messages deciding the rest.
+   */
+  async #policy(
+    path: VerifiedToken['path'],
+    action: 'policy-add' | 'policy-remove',
+    text: string,
+    query: URLSearchParams,
+    ask: BodyAsk,
+  ): Promise<ApiResponse> {
+    const target = policyPathUnder(path, text);
+    if (!target.ok) return target.error;
+    if (action === 'policy-remove') {
+      for (const key of query.keys())
+        return apiError(
+          400,
+          'E_WEB_QUERY',
+          `unknown parameter ${JSON.stringify(key)} (a removal takes none)`,
+          EXIT.usage,
+        );
+      return policyChanged(text, await ask(pathName(target.value), { type: 'policy-remove' }), 200);
+    }
+    const command = policyCommand(query);
+    if (!command.ok) return command.error;
+    const answer = await ask(pathName(target.value), command.value);
+    const added =
+      answer.kind === 'reply' && answer.reply.type === 'string' && answer.reply.text === 'added policy';
+    return policyChanged(text, answer, added ? 201 : 200);
   }
 
   /** PUT /api/v1/unikernels/{name}?mem=…: the body is the image, streamed to petreld as it comes. */
@@ -764,7 +803,6 @@ class Web implements WebServer {
   }
 
   #audit(token: VerifiedToken, action: Action, text: string | null, reply: ApiResponse): void {
-    const name = text === null ? null : nameUnder(token.path, text);
     const error = (reply.body as { error?: { code?: string; message?: string } }).error;
     this.#log.info(
       {
@@ -773,9 +811,7 @@ class Web implements WebServer {
         tokenId: token.id,
         delegation: printPath(token.path),
         action,
-        ...(name?.ok === true
-          ? { [action.startsWith('block') ? 'block' : 'unikernel']: printName(name.value) }
-          : {}),
+        ...auditTarget(token.path, action, text),
         status: reply.status,
         ...(error === undefined
           ? { reply: (reply.body as { reply?: Json }).reply ?? null }
@@ -784,4 +820,19 @@ class Web implements WebServer {
       'web change',
     );
   }
+}
+
+/** What a change was about, as an audit line names it: `unikernel`, `block` or `policy`, full. */
+function auditTarget(
+  path: VerifiedToken['path'],
+  action: Action,
+  text: string | null,
+): Record<string, string> {
+  if (text === null) return {};
+  if (action.startsWith('policy')) {
+    const target = policyPathUnder(path, text);
+    return target.ok ? { policy: `${printPath(target.value)}:` } : {};
+  }
+  const name = nameUnder(path, text);
+  return name.ok ? { [action.startsWith('block') ? 'block' : 'unikernel']: printName(name.value) } : {};
 }
