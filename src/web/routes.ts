@@ -10,6 +10,7 @@ export type Action =
   | 'create'
   | 'destroy'
   | 'restart'
+  | 'replace'
   | 'console'
   | 'blocks'
   | 'block-add'
@@ -25,14 +26,15 @@ export const CHANGES: ReadonlySet<Action> = new Set([
   'create',
   'destroy',
   'restart',
+  'replace',
   'block-add',
   'block-remove',
   'block-set',
   'policy-add',
   'policy-remove',
 ]);
-/** The requests that take a body: the image of a create, the data of a block device. */
-export const BODIES: ReadonlySet<Action> = new Set(['create', 'block-set']);
+/** The requests that take a body: the image of a create or replace, the data of a block device. */
+export const BODIES: ReadonlySet<Action> = new Set(['create', 'replace', 'block-set']);
 
 export type Route =
   | { readonly kind: 'route'; readonly action: Action; readonly name: string }
@@ -84,6 +86,7 @@ export function matchRoute(method: string, pathname: string): Route {
   if (parts.length === 2 && name !== '')
     return allowed({ GET: 'get', PUT: 'create', POST: 'create', DELETE: 'destroy' });
   if (parts.length === 3 && parts[2] === 'restart' && name !== '') return allowed({ POST: 'restart' });
+  if (parts.length === 3 && parts[2] === 'replace' && name !== '') return allowed({ POST: 'replace' });
   if (parts.length === 3 && parts[2] === 'console' && name !== '') return allowed({ GET: 'console' });
   if (parts.length === 3 && parts[2] === 'stats' && name !== '') return allowed({ GET: 'stats' });
   if (parts.length === 3 && parts[2] === 'image' && name !== '') return allowed({ GET: 'image' });

@@ -69,6 +69,7 @@ import { listExits } from './exits.js';
 import { Front } from './front.js';
 import { MULTIPART_ALLOWANCE, multipartError, readMultipartCreate } from './multipart-create.js';
 import { listPolicies, policyChanged, policyCommand, policyPathUnder } from './policies.js';
+import { replaceCommand } from './replace.js';
 import { hasBody, sendJson, tooLarge } from './respond.js';
 import { type Action, BODIES, CHANGES, matchRoute } from './routes.js';
 import { Sampler } from './samples.js';
@@ -423,6 +424,18 @@ class Web implements WebServer {
         break;
       case 'create':
         reply = await this.#create(path, route.name, url.searchParams, request, ask);
+        break;
+      case 'replace':
+        // The answer comes once the check is over (Petrel (m)): 200, or petreld's Failure.
+        reply = await this.#withBody(
+          path,
+          route.name,
+          request,
+          ask,
+          replaceCommand(url.searchParams),
+          'image',
+          200,
+        );
         break;
       case 'console':
         return this.#console(token.value, route.name, url.searchParams, response, remote ?? '');
