@@ -158,6 +158,8 @@ class Supervised {
   #exit: TenderExit | null = null;
   #shutdown: Promise<TenderExit> | null = null;
   #resolve: ((exit: TenderExit) => void) | null = null;
+  /** When its tender was released (ms): a replace's console check counts lines read after it. */
+  releasedAt: number | null = null;
 
   constructor(
     readonly vm: RunningVm,
@@ -568,7 +570,9 @@ export class Engine {
       'replacement started; checking it',
     );
     publishStep(key, 'replace-checking');
-    return { entry, name: vmName, startedAt: now.vm.tender.startedAt.getTime() };
+    // Lines read once the old one's console was released are the new one's: its tender's own
+    // start time is taken when the spawn is answered, after its first lines may have been read.
+    return { entry, name: vmName, startedAt: running.releasedAt ?? now.vm.tender.startedAt.getTime() };
   }
 
   async #finishReplace(
@@ -873,6 +877,7 @@ export class Engine {
     if (this.#running.get(vmKey(vm.name)) === supervised) this.#running.delete(vmKey(vm.name));
     this.#users.drop(vm.image.digest);
     vm.state = 'released';
+    supervised.releasedAt = this.#now();
     supervised.released(exit);
   }
 
