@@ -186,7 +186,10 @@ class Supervised {
 /** A replace whose check runs (Petrel (m)); `record` is what the state says of it. */
 interface Replacing {
   record: PendingReplacement;
+  /** Ends the check early: the replacement was given up, or the new unikernel exited. */
   readonly abort: AbortController;
+  /** How the new unikernel exited during the check (`exit 3`), if it did. */
+  exited: string | null;
 }
 
 interface PendingRestart {
@@ -547,6 +550,7 @@ export class Engine {
     const entry: Replacing = {
       record: { name: vmName, previous, passed: false },
       abort: new AbortController(),
+      exited: null,
     };
     this.#replacing.set(key, entry);
     // The previous unikernel is in the state as pending before anything changes: a crash from
@@ -617,9 +621,11 @@ export class Engine {
       back = started.ok ? text(TEXT.created) : failure(started.error.message);
     }
     await this.#commitLogged([name]);
-    const why = `replace: ${key} failed its check (${what}): ${outcome.reason}`;
+    const reason =
+      entry.exited === null ? outcome.reason : `the new unikernel exited (${entry.exited}) before it passed`;
+    const why = `replace: ${key} failed its check (${what}): ${reason}`;
     this.#log.warn(
-      { name: key, check: what, reason: outcome.reason, rolledBack: back.kind !== 'failure' },
+      { name: key, check: what, reason, rolledBack: back.kind !== 'failure' },
       'replacement failed its check; rolled back',
     );
     if (back.kind === 'failure')
@@ -896,6 +902,12 @@ export class Engine {
       ...(limit === null ? {} : { limit }),
     };
     const record: ExitRecord = { exit: fields.exit, limit, at };
+    // A replacement being checked fails at once when its new unikernel exits (Petrel (m)).
+    const replacing = vm.transient ? undefined : this.#replacing.get(vmKey(vm.name));
+    if (replacing !== undefined && replacing.exited === null) {
+      replacing.exited = fields.exit;
+      replacing.abort.abort();
+    }
     if (this.#shuttingDown || vm.transient) {
       this.#log.info(fields, 'unikernel exited');
       vm.tender.forget();

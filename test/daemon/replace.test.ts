@@ -242,6 +242,48 @@ describe('replace with a liveness check, one petreld', () => {
     expect((await storedState(`${node.dir}/state`)).replacements).toBeUndefined();
   });
 
+  it('a new unikernel that exits during the check fails it at once, and the old one runs again', {
+    timeout: 60_000,
+  }, async () => {
+    expect(await createOld(node, ':quits')).toEqual(['created unikernel']);
+    const began = Date.now();
+    const run = await cli(
+      node,
+      'replace',
+      'quits',
+      newFile,
+      '--console-line',
+      'never',
+      '--within',
+      '30s',
+      '--arg',
+      'exit',
+      '--arg',
+      '3',
+    );
+    expect(run.code).toBe(117);
+    expect(run.stderr).toMatch(
+      /quits failed its check .*: the new unikernel exited \(exit 3\) before it passed; the previous unikernel runs again/u,
+    );
+    // Well before the 30 s deadline.
+    expect(Date.now() - began).toBeLessThan(20_000);
+    expect((await infoOf(node, ':quits'))?.digest).toBe(sha(oldImage));
+    expect((await cli(node, 'destroy', 'quits')).code).toBe(0);
+  });
+
+  it('petrel replace --help says what it does and lists the checks', async () => {
+    const run = await petrel(['replace', '--help']);
+    expect(run.code).toBe(0);
+    for (const text of [
+      '--http-check URL',
+      '--tcp-check HOST:PORT',
+      '--console-line REGEX',
+      '--within',
+      'brings back',
+    ])
+      expect(run.stdout).toContain(text);
+  });
+
   it('a destroy during the check gives the replacement up', { timeout: 60_000 }, async () => {
     expect(await createOld(node, ':gone')).toEqual(['created unikernel']);
     const replacing = request(node.socket, ':gone', {

@@ -13,6 +13,7 @@ import { resolveReplacements } from '../../src/engine/pending-replacements.js';
 import { unwrap } from '../../src/resources/errors.js';
 import { livenessCheck, parseWithin } from '../../src/resources/liveness.js';
 import type { Label, Name } from '../../src/resources/name.js';
+import { decodeWire, encodeWire } from '../../src/wire/message.js';
 import {
   decodeSnapshot,
   encodeEntry,
@@ -22,7 +23,8 @@ import {
   type StateChange,
   type UnikernelRecord,
 } from '../../src/wire/petrel-state.js';
-import { MINIMAL_CONFIG, name, ok } from '../wire/helpers.js';
+import type { Command } from '../../src/wire/types.js';
+import { cmd, MINIMAL_CONFIG, name, ok, wire } from '../wire/helpers.js';
 
 const { image: _image, ...kept } = MINIMAL_CONFIG;
 const digest = (n: number) => n.toString(16).padStart(2, '0').repeat(32);
@@ -103,6 +105,32 @@ describe('the state format with pending replacements', () => {
       const seen = [state.replacements?.[0]?.passed, state.unikernels[0]?.image.digest];
       expect(seen, `cut at ${cut}`).toEqual(expected[whole] ?? [undefined, digest(2)]);
     }
+  });
+});
+
+describe('the replace command on the wire', () => {
+  test('[3][29] round-trips each probe, and a create without a check keeps its own tag', () => {
+    const config = { ...MINIMAL_CONFIG };
+    for (const probe of [
+      { kind: 'http', url: 'http://10.0.0.2/health' },
+      { kind: 'tcp', host: '::1', port: 80 },
+      { kind: 'console', regex: '^ready$' },
+    ] as const) {
+      const command: Command = {
+        type: 'unikernel-create',
+        force: true,
+        release: '2.7',
+        config,
+        check: { probe, withinMs: 30_000, keepConfig: true },
+      };
+      const bytes = ok(encodeWire(wire(':web', cmd(command))));
+      expect(ok(decodeWire(bytes)).payload).toEqual(cmd(command));
+    }
+    // A force-create without a check is the Albatross [21], as before.
+    const plain: Command = { type: 'unikernel-create', force: true, release: '2.7', config };
+    const bytes = ok(encodeWire(wire(':web', cmd(plain))));
+    expect(ok(decodeWire(bytes)).payload).toEqual(cmd(plain));
+    expect(ok(decodeWire(bytes)).payload).not.toHaveProperty('command.check');
   });
 });
 
