@@ -13,6 +13,10 @@
 //                petreld sets no V8 flag. It can take effect only from node's command line: set
 //                at run time (v8.setFlagsFromString), the equivalent flag is undone whenever
 //                node starts a worker thread, as petreld's file thread.
+//   web          petreld with TLS and the web API (webListen): its HTTPS listener and the root
+//                statistics subscription the dashboard's plots are sampled by (issue 24), after
+//                the same TLS sessions; no unikernel runs, so what it adds is the code loaded and
+//                the sampling timer.
 // Target (issue 15): ≤ 48 MiB with TLS; Albatross's four daemons together: 41.7 MiB.
 // Guests are real: petreld runs the spt canary (native/build/petrel-spt).
 // Run: npm run bench -- idle   (BENCH_IDLE_SESSIONS sets the sessions, default 1000)
@@ -77,8 +81,14 @@ try {
   const floor = await startFloorProcess(netns.name, files, 1026);
   stops.push(() => floor.stop());
   /** petreld in `dir/name`, TLS on `port` when `tls`; stopped when the bench ends. */
-  const petreld = async (name: string, tls: boolean, port: number, env: NodeJS.ProcessEnv = {}) => {
-    const flags = petreldFlags(path.join(dir, name), tls ? files : null, port);
+  const petreld = async (
+    name: string,
+    tls: boolean,
+    port: number,
+    env: NodeJS.ProcessEnv = {},
+    extra: string[] = [],
+  ) => {
+    const flags = [...petreldFlags(path.join(dir, name), tls ? files : null, port), ...extra];
     const daemon = await launchDaemon(flags, env, PETRELD, 60_000, netns.name);
     stops.push(() => daemon.stop());
     return daemon;
@@ -88,6 +98,15 @@ try {
   const small = await petreld('small', true, 1027, {
     NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} ${SMALL_YOUNG}`,
   });
+  // The web API on (its listener, and the root statistics subscription its plots sample by).
+  const web = await petreld('web', true, 1028, {}, [
+    '--web-listen',
+    '127.0.0.1:1029',
+    '--web-cert',
+    files.web,
+    '--web-key',
+    files.webKey,
+  ]);
   console.log(`petreld: ${PETRELD}, runtimes spt; ${SESSIONS} sessions of the petrel client (info as alice)`);
 
   await sleep(SETTLE_MS);
@@ -95,20 +114,23 @@ try {
   report('petreld without TLS, ready', plain.pid);
   report('petreld with TLS, ready', tls.pid, TARGET);
   report(`petreld with TLS, node ${SMALL_YOUNG}, ready`, small.pid, TARGET);
+  report('petreld with TLS and the web API (sampling on), ready', web.pid, TARGET);
 
-  const outcomes = [await sessions(1025), await sessions(1027), await sessions(1026)];
+  const outcomes = [await sessions(1025), await sessions(1027), await sessions(1028), await sessions(1026)];
   const errors = outcomes.flatMap((o) => o.errors);
   if (errors.length > 0) console.log(`errors: ${[...new Set(errors)].slice(0, 3).join('; ')}`);
   await sleep(SETTLE_MS);
   report(`floor, bare node:tls server after ${SESSIONS} sessions`, floor.pid);
   report(`petreld with TLS after ${SESSIONS} sessions`, tls.pid, TARGET);
   report(`petreld with TLS, node ${SMALL_YOUNG}, after ${SESSIONS} sessions`, small.pid, TARGET);
+  report(`petreld with TLS and the web API after ${SESSIONS} sessions`, web.pid, TARGET);
 
   await sleep(IDLE_MS - SETTLE_MS);
   report('floor, bare node:tls server, idle', floor.pid);
   report('petreld without TLS, idle', plain.pid);
   report(`petreld with TLS after ${SESSIONS} sessions, idle`, tls.pid, TARGET);
   report(`petreld with TLS, node ${SMALL_YOUNG}, after ${SESSIONS} sessions, idle`, small.pid, TARGET);
+  report(`petreld with TLS and the web API after ${SESSIONS} sessions, idle`, web.pid, TARGET);
 } finally {
   for (const stop of stops.reverse()) await stop().catch(() => undefined);
   netns.destroy();

@@ -74,7 +74,15 @@ import { makePolicy } from '../src/resources/policy.js';
 import { decodeDer } from '../src/tls/certs.js';
 import { createRemoteTransport, type RemoteTransportOptions } from '../src/tls/client.js';
 import { exportPrivateKey, generateKey, importPrivateKey } from '../src/tls/keys.js';
-import { createRootCa, days, issue, issueCommandLeaf, issueDelegation, validityFor } from '../src/tls/pki.js';
+import {
+  createRootCa,
+  days,
+  issue,
+  issueCommandLeaf,
+  issueDelegation,
+  parseAltName,
+  validityFor,
+} from '../src/tls/pki.js';
 import { x509 } from '../src/tls/x509.js';
 import { decodeWire, encodeWire, FrameReader, frame } from '../src/wire/index.js';
 import { solo5Config } from '../src/wire/shapes.js';
@@ -350,10 +358,19 @@ async function settledRss(): Promise<number> {
   return process.memoryUsage().rss / 2 ** 20;
 }
 
-/** A CA, a server certificate and the delegation `alice` (2 VMs, 64 MiB), as PEM files in `dir`. */
-export async function pki(
-  dir: string,
-): Promise<{ ca: string; server: string; serverKey: string; cert: string; key: string }> {
+/**
+ * A CA, a server certificate, the delegation `alice` (2 VMs, 64 MiB) and a web certificate for
+ * 127.0.0.1 (P-256, as `petrel ca web-cert` makes it), as PEM files in `dir`.
+ */
+export async function pki(dir: string): Promise<{
+  ca: string;
+  server: string;
+  serverKey: string;
+  cert: string;
+  key: string;
+  web: string;
+  webKey: string;
+}> {
   const validity = validityFor(new Date(), days(1));
   const root = await createRootCa(await generateKey('ed25519'), 'ca', validity);
   const serverKey = await generateKey('ed25519');
@@ -367,7 +384,18 @@ export async function pki(
   const aliceKey = await generateKey('ed25519');
   const policy = unwrap(makePolicy({ vms: 2, memory: 64, cpuids: [0], block: null, bridges: [] }));
   const alice = unwrap(await issueDelegation(root, 'alice', policy, aliceKey.publicKey, validity));
+  const webKey = await generateKey('p256');
+  const web = await issue({
+    profile: 'server',
+    commonName: '127.0.0.1',
+    publicKey: webKey.publicKey,
+    validity,
+    altNames: [unwrap(parseAltName('127.0.0.1'))],
+    issuer: root,
+  });
   const files = {
+    web: path.join(dir, 'web.pem'),
+    webKey: path.join(dir, 'web.key'),
     ca: path.join(dir, 'cacert.pem'),
     server: path.join(dir, 'server.pem'),
     serverKey: path.join(dir, 'server.key'),
@@ -379,6 +407,8 @@ export async function pki(
   await writeFile(files.serverKey, await exportPrivateKey(serverKey), { mode: 0o600 });
   await writeFile(files.cert, alice.chain.map((c) => c.toString('pem')).join('\n'));
   await writeFile(files.key, await exportPrivateKey(aliceKey), { mode: 0o600 });
+  await writeFile(files.web, web.chain.map((c) => c.toString('pem')).join('\n'));
+  await writeFile(files.webKey, await exportPrivateKey(webKey), { mode: 0o600 });
   return files;
 }
 

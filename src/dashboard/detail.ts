@@ -76,7 +76,14 @@ function follow(name: string): void {
     };
     const atBottom = view.scrollTop + view.clientHeight >= view.scrollHeight - 4;
     // textContent only, never innerHTML: a guest's `<script>` stays text.
-    view.append(el('div', { class: 'line' }, el('span', { class: 'time' }, timestamp.slice(11, 23)), line));
+    view.append(
+      el(
+        'div',
+        { class: 'line', title: timestamp },
+        el('span', { class: 'time' }, timestamp.slice(11, 23)),
+        line,
+      ),
+    );
     while (view.childElementCount > MAX_LINES) view.firstElementChild?.remove();
     if (atBottom) view.scrollTop = view.scrollHeight;
   });

@@ -241,6 +241,8 @@ export async function createCanary(
   label: string,
   vm: string,
   args: readonly string[],
+  /** Another canary image (the spt one); its memory is 4 MiB, the hvt canary's 16. */
+  image?: string,
 ): Promise<void> {
   const { canaryImage } = await import('../engine/guest.js');
   const { canaryConfig } = await import('../engine/harness.js');
@@ -249,7 +251,7 @@ export async function createCanary(
     type: 'unikernel-create',
     force: false,
     release: '2.7',
-    config: await canaryConfig(canaryImage, [...args], { memory: 16 }),
+    config: await canaryConfig(image ?? canaryImage, [...args], { memory: image === undefined ? 16 : 4 }),
   });
   if (!answer.ok || answer.value.kind !== 'reply') throw new Error(`create ${vm}: ${JSON.stringify(answer)}`);
 }
