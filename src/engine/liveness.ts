@@ -1,9 +1,9 @@
 // Runs a replace's liveness check from the host (Petrel (m)): HTTP GET and TCP connect are tried
-// again every RETRY_MS until one passes or the deadline is reached; a console line is awaited
-// through a console subscription of the new unikernel. Never inside the engine's queue.
+// again every RETRY_MS until one passes or the deadline is reached; a console line is looked for
+// in the new unikernel's console ring. Never inside the engine's queue.
 
 import { connect } from 'node:net';
-import type { ConsoleHub, Subscriber } from '../console/hub.js';
+import type { ConsoleHub } from '../console/hub.js';
 import type { LivenessCheck } from '../resources/liveness.js';
 import type { Label, Name } from '../resources/name.js';
 
@@ -24,6 +24,8 @@ export interface CheckContext {
 const RETRY_MS = 250;
 /** At most this long for one try, so a stalled one leaves time for another. */
 const TRY_MS = 5_000;
+/** How often a console check reads the ring. */
+const CONSOLE_POLL_MS = 100;
 
 const seconds = (ms: number) => `${Math.round(ms / 100) / 10} s`;
 
@@ -111,54 +113,46 @@ function networkReason(e: unknown, budget: number): string {
   }
 }
 
-function consoleLine(
+/**
+ * Reads the name's console ring (the history petreld keeps) every CONSOLE_POLL_MS for lines
+ * since the last read: no subscriber slot is taken, so a check never pushes a follower out.
+ * A guest printing more than the ring holds between two reads may have lines skipped.
+ */
+async function consoleLine(
   regex: string,
   deadline: number,
   context: CheckContext,
   withinMs: number,
 ): Promise<CheckOutcome> {
   const pattern = new RegExp(regex, 'u');
-  const { hub, name, startedAt, signal } = context;
-  return new Promise((resolve) => {
-    let settled = false;
-    let subscribed = false;
-    const finish = (outcome: CheckOutcome) => {
-      if (settled) return;
-      settled = true;
-      clearTimeout(timer);
-      signal.removeEventListener('abort', abort);
-      if (subscribed) hub.unsubscribe(name, subscriber);
-      resolve(outcome);
-    };
-    const test = (timestamp: number, line: Uint8Array): boolean => {
-      if (timestamp < startedAt) return true;
-      const text = Buffer.from(line).toString('utf8');
-      if (pattern.test(text)) {
-        finish({ passed: true, detail: `console line ${JSON.stringify(text.slice(0, 200))}` });
-        return true;
+  const { hub, name, signal } = context;
+  // Lines at `cursor` already tested: the next read starts there again.
+  let cursor = context.startedAt;
+  let atCursor = 0;
+  for (;;) {
+    const lines = hub.ring(name)?.since(cursor) ?? [];
+    let skip = atCursor;
+    for (const { timestamp, line } of lines) {
+      if (timestamp === cursor && skip > 0) {
+        skip--;
+        continue;
       }
-      return true;
-    };
-    const subscriber: Subscriber = {
-      begin: (_status, history) => {
-        for (const entry of history) test(entry.timestamp, entry.line);
-        return true;
-      },
-      offer: (_name, entry) => test(entry.timestamp, entry.line),
-      close: (reason) => finish({ passed: false, reason: `the console subscription ended: ${reason}` }),
-    };
-    const abort = () => finish({ passed: false, reason: 'the replacement was given up' });
-    const timer = setTimeout(
-      () =>
-        finish({ passed: false, reason: `no console line matching /${regex}/ within ${seconds(withinMs)}` }),
-      Math.max(0, deadline - Date.now()),
-    );
-    signal.addEventListener('abort', abort, { once: true });
-    hub.subscribe(name, subscriber, { since: startedAt });
-    subscribed = true;
-    // A line of the history may have passed it already, before the hub held the subscriber.
-    if (settled) hub.unsubscribe(name, subscriber);
-  });
+      const text = Buffer.from(line).toString('utf8');
+      if (pattern.test(text))
+        return { passed: true, detail: `console line ${JSON.stringify(text.slice(0, 200))}` };
+    }
+    const newest = lines[lines.length - 1]?.timestamp;
+    if (newest !== undefined) {
+      // Every line read is at or after `cursor`: those at the newest time are the ones tested.
+      atCursor = newest === cursor ? lines.length : lines.filter((l) => l.timestamp === newest).length;
+      cursor = newest;
+    }
+    if (signal.aborted) return { passed: false, reason: 'the replacement was given up' };
+    const left = deadline - Date.now();
+    if (left <= 0)
+      return { passed: false, reason: `no console line matching /${regex}/ within ${seconds(withinMs)}` };
+    await sleep(Math.min(CONSOLE_POLL_MS, left), signal);
+  }
 }
 
 function sleep(ms: number, signal: AbortSignal): Promise<void> {

@@ -271,6 +271,42 @@ describe('replace with a liveness check, one petreld', () => {
     expect((await cli(node, 'destroy', 'quits')).code).toBe(0);
   });
 
+  it('a force-create during the check gives the replacement up; the create stays', {
+    timeout: 60_000,
+  }, async () => {
+    expect(await createOld(node, ':raced')).toEqual(['created unikernel']);
+    const replacing = request(node.socket, ':raced', {
+      type: 'unikernel-create',
+      force: true,
+      release: '2.7',
+      config: await canaryConfig(newFile, ['wait', 'v2']),
+      check: { probe: { kind: 'console', regex: 'never' }, withinMs: 20_000, keepConfig: false },
+    });
+    await waitFor(
+      async () => (await storedState(`${node.dir}/state`)).replacements?.[0],
+      'the pending record',
+    );
+    const created = await cli(
+      node,
+      'create',
+      'raced',
+      canaryImage,
+      '--force',
+      '--arg',
+      'wait',
+      '--arg',
+      'third',
+    );
+    expect(created.code).toBe(0);
+    const [answer] = await replacing;
+    expect(said(answer)).toMatch(
+      /raced was destroyed or created again during the check; the replacement was given up/u,
+    );
+    expect((await infoOf(node, ':raced'))?.args).toEqual(['wait', 'third']);
+    expect((await storedState(`${node.dir}/state`)).replacements).toBeUndefined();
+    expect((await cli(node, 'destroy', 'raced')).code).toBe(0);
+  });
+
   it('petrel replace --help says what it does and lists the checks', async () => {
     const run = await petrel(['replace', '--help']);
     expect(run.code).toBe(0);

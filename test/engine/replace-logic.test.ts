@@ -253,6 +253,22 @@ describe('the checks', () => {
     expect(await waiting).toEqual({ passed: true, detail: 'console line "ready at last"' });
     const none = await runCheck({ probe: { kind: 'console', regex: '^never' }, withinMs: 1000 }, ctx);
     expect(none).toEqual({ passed: false, reason: 'no console line matching /^never/ within 1 s' });
+    // It takes no subscriber slot: with room for one follower, the follower stays.
+    const narrow = new ConsoleHub({ maxSubscribers: 0 });
+    narrow.attach(vm, 1);
+    let closed = '';
+    narrow.subscribe(
+      vm,
+      { begin: () => true, offer: () => true, close: (why) => (closed = why) },
+      { count: 0 },
+    );
+    const watched = runCheck(
+      { probe: { kind: 'console', regex: 'up' }, withinMs: 5000 },
+      { ...ctx, hub: narrow },
+    );
+    narrow.publish(vm, [Buffer.from('up')], Date.now());
+    expect((await watched).passed).toBe(true);
+    expect(closed).toBe('');
     const abort = new AbortController();
     const given = runCheck(
       { probe: { kind: 'console', regex: '^never' }, withinMs: 30_000 },
