@@ -105,6 +105,7 @@ export interface PetrelConfig {
   readonly nodeAddress: Endpoint | null;
   readonly fleetHeartbeat: number;
   readonly fleetFresh: number;
+  readonly fleetRevocationPoll: number;
 }
 
 export type ConfigKey = keyof PetrelConfig;
@@ -746,6 +747,14 @@ export const CONFIG_FIELDS: { readonly [K in ConfigKey]: ConfigField<PetrelConfi
     defaultValue: 30 * S,
     defaultText: '30s',
     help: 'a node whose last heartbeat is older is not placed on; must exceed fleetHeartbeat',
+    parse: duration,
+  }),
+  fleetRevocationPoll: field({
+    table: 'fleet',
+    arg: 'DURATION',
+    defaultValue: 5 * S,
+    defaultText: '5s',
+    help: "how often the web API reads the registry's deny-list: a revocation holds on every node within it",
     parse: duration,
   }),
 });

@@ -452,7 +452,9 @@ async function openWeb(
   const { socketPaths } = await import('../tls/settings.js');
   const { DENY_LIST_FILE } = await import('../tls/token.js');
   const { USAGE_FILE } = await import('../web/usage.js');
-  return createWebServer({
+  const revocations = config.fleetDb === null ? undefined : await registryDenyList(config, log);
+  const web = createWebServer({
+    ...(revocations === undefined ? {} : { revocations }),
     ca,
     cert,
     key,
@@ -470,6 +472,23 @@ async function openWeb(
     logger: log,
     openService,
   });
+  if (!web.ok) await revocations?.stop();
+  return web;
+}
+
+/**
+ * The fleet registry's deny-list for the web API, read once before the listener opens (a
+ * registry down at start refuses tokens until it can be read) and then every fleetRevocationPoll.
+ */
+async function registryDenyList(config: PetrelConfig, log: Logger) {
+  const [{ openDb }, { RevocationPoller }] = await Promise.all([
+    import('../fleet/db.js'),
+    import('../fleet/revocations.js'),
+  ]);
+  const pool = openDb(config.fleetDb as string, { max: 1, applicationName: `petreld ${config.nodeId} web` });
+  const poller = new RevocationPoller(pool, config.fleetRevocationPoll, log);
+  await poller.start();
+  return poller;
 }
 
 /**

@@ -102,6 +102,14 @@ export interface WebServerOptions {
   readonly sockets: SocketPaths;
   /** `<stateDir>/web-deny-list`. */
   readonly denyList: string;
+  /**
+   * The fleet registry's deny-list (src/fleet/revocations.ts) when `fleetDb` is set, honoured
+   * beside the file; stopped when the listener closes.
+   */
+  readonly revocations?: {
+    current(): Result<ReadonlySet<string>, PetrelError>;
+    stop(): Promise<void>;
+  };
   /** `<stateDir>/web-token-usage.json`; none: counts are kept in memory only. */
   readonly usage?: string;
   /** Default `::`. */
@@ -276,6 +284,7 @@ class Web implements WebServer {
       for (const stream of this.#streams) stream.destroy();
     });
     await this.#usage.flush();
+    await this.#options.revocations?.stop();
   }
 
   counts(): GateCounts {
@@ -729,8 +738,11 @@ class Web implements WebServer {
   async #verify(text: string): Promise<Result<VerifiedToken, PetrelError>> {
     const denied = await this.#deny.current();
     if (!denied.ok) return denied;
+    // The fleet registry's list too, when there is one: a token revoked there is revoked here.
+    const registry = this.#options.revocations?.current() ?? ok(new Set<string>());
+    if (!registry.ok) return registry;
     const clock = this.#options.clock ?? (() => new Date());
-    return verifyToken(text, this.#anchor, clock(), (id) => denied.value.has(id));
+    return verifyToken(text, this.#anchor, clock(), (id) => denied.value.has(id) || registry.value.has(id));
   }
 
   /**

@@ -28,17 +28,23 @@ describeWithPostgres('fleet migrations', (pg) => {
   it('apply to an empty database in order, with the schema of the issue', async () => {
     const { pool } = await pg.schema({ migrated: false });
     const migrations = await shipped();
-    expect(migrations.map((m) => m.version)).toEqual([1, 2, 3]);
+    expect(migrations.map((m) => m.version)).toEqual([1, 2, 3, 4]);
     const outcome = await migrate(pool, migrations);
     expect(outcome).toMatchObject({ ok: true, value: { alreadyApplied: 0 } });
     if (outcome.ok)
-      expect(outcome.value.applied.map((m) => m.name)).toEqual(['nodes', 'placements', 'capacity']);
+      expect(outcome.value.applied.map((m) => m.name)).toEqual([
+        'nodes',
+        'placements',
+        'capacity',
+        'revocations',
+      ]);
 
     const recorded = await pool.query('SELECT version, name FROM petrel_migrations ORDER BY version');
     expect(recorded.rows).toEqual([
       { version: 1, name: 'nodes' },
       { version: 2, name: 'placements' },
       { version: 3, name: 'capacity' },
+      { version: 4, name: 'revocations' },
     ]);
     const caps = await pool.query(
       `SELECT data_type, column_default, is_nullable FROM information_schema.columns
@@ -57,6 +63,7 @@ describeWithPostgres('fleet migrations', (pg) => {
         )
       ).rows.map((r) => r.column_name);
     expect(await columns('placements')).toEqual(['id', 'vm', 'node', 'at', 'by']);
+    expect(await columns('revocations')).toEqual(['seq', 'id', 'label', 'at']);
     expect(await columns('reservations')).toEqual(['id', 'node', 'vm', 'memory_mib', 'at', 'expires_at']);
     expect(await columns('nodes')).toEqual([
       'id',
@@ -74,11 +81,11 @@ describeWithPostgres('fleet migrations', (pg) => {
     const migrations = await shipped();
     const [a, b] = await Promise.all([migrate(pool, migrations), migrate(pool, migrations)]);
     const applied = [a, b].map((r) => (r.ok ? r.value.applied.length : -1)).sort();
-    expect(applied).toEqual([0, 3]);
+    expect(applied).toEqual([0, 4]);
     const before = await schema(pool);
     expect(await migrate(pool, migrations)).toMatchObject({
       ok: true,
-      value: { applied: [], alreadyApplied: 3 },
+      value: { applied: [], alreadyApplied: 4 },
     });
     expect(await schema(pool)).toEqual(before);
   });

@@ -4,6 +4,7 @@
 // fake-kvm tender of test/engine/guest.ts (the real petrel-hvt with a scripted /dev/kvm) and the
 // probe's kvm answer; the engine, sockets, state file and TLS endpoint are the real ones.
 
+import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -60,7 +61,12 @@ export interface Petreld {
 export async function startPetreld(
   delegations: Record<string, readonly string[]>,
   flags: Record<string, string> = {},
-  options: { readonly tls?: boolean; readonly web?: boolean } = {},
+  options: {
+    readonly tls?: boolean;
+    readonly web?: boolean;
+    /** A PKI to use (another petreld's `ca`), not a new one; `delegations` are then not made. */
+    readonly ca?: string;
+  } = {},
 ): Promise<Petreld> {
   const dir = await mkdtemp(path.join(tmpdir(), 'petreld-tls-'));
   const netns = makeNetns();
@@ -74,11 +80,13 @@ export async function startPetreld(
     }
   };
   try {
-    const ca = path.join(dir, 'ca');
-    await mkdir(ca);
-    await petrelCa('init', '--dir', ca);
-    for (const [label, args] of Object.entries(delegations)) {
-      await petrelCa('delegate', label, ...args, '--dir', ca);
+    const ca = options.ca ?? path.join(dir, 'ca');
+    if (options.ca === undefined) {
+      await mkdir(ca);
+      await petrelCa('init', '--dir', ca);
+      for (const [label, args] of Object.entries(delegations)) {
+        await petrelCa('delegate', label, ...args, '--dir', ca);
+      }
     }
     const tls =
       options.tls === false
@@ -89,7 +97,8 @@ export async function startPetreld(
             tlsCert: path.join(ca, 'server.pem'),
             tlsKey: path.join(ca, 'server.key'),
           };
-    if (options.web === true) await petrelCa('web-cert', '127.0.0.1', 'localhost', '--dir', ca);
+    if (options.web === true && !existsSync(path.join(ca, 'web.pem')))
+      await petrelCa('web-cert', '127.0.0.1', 'localhost', '--dir', ca);
     const web =
       options.web === true
         ? {

@@ -55,7 +55,7 @@ const USAGE = `usage:
   petrel ca web-cert NAME|ADDRESS... [--dir DIR] [--key-type TYPE] [--days N]
   petrel ca token --cert FILE --key FILE --name NAME [--expires WHEN] [--out FILE]
   petrel ca token --list [--state-dir DIR] [--json]
-  petrel ca revoke TOKEN|FILE|ID [--state-dir DIR]
+  petrel ca revoke TOKEN|FILE|ID [--state-dir DIR] [--registry URL]
 
 init      a self-signed CA (DIR/cacert.pem, DIR/ca.key; CN --name, default "ca", --days 3650)
           and the server certificate the TLS endpoint presents (DIR/server.pem, DIR/server.key;
@@ -88,7 +88,10 @@ token     a bearer token for petreld's web API (webListen), made offline from a 
 revoke    adds a token (its text, or a file holding it), a delegation certificate (a PEM file:
           every token made from it) or an id to petreld's deny-list, DIR/web-deny-list
           (--state-dir, petreld's stateDir, default /var/lib/petrel). petreld honours it on the
-          next request, without a restart.
+          next request, without a restart. --registry URL (the fleet registry's PostgreSQL
+          connection string, petreld's fleetDb) adds it to the registry's list instead, which
+          every node's web API reads every fleetRevocationPoll (default 5s); with --state-dir
+          as well, to both.
 
 Key types: ed25519 (default), p256, p384, p521, rsa2048, rsa4096. Existing key files are reused.
 Serial numbers and CNs are appended to DIR/db.
@@ -100,6 +103,7 @@ Examples:
   petrel ca token --cert /etc/petrel/ca/alice.pem --key /etc/petrel/ca/alice.key --name ci \\
                   --expires 30d --out ci.token
   petrel ca revoke ci.token --state-dir /var/lib/petrel
+  petrel ca revoke ci.token --registry postgres://petrel@db.example.org/petrel
 
 Exit status: 0 on success, 1 when the work failed, 2 on a usage error.
 `;
@@ -122,7 +126,8 @@ const OPTIONS = {
   cert: { type: 'string' },
   key: { type: 'string' },
   expires: { type: 'string', default: '30d' },
-  'state-dir': { type: 'string', default: '/var/lib/petrel' },
+  'state-dir': { type: 'string' },
+  registry: { type: 'string' },
   list: { type: 'boolean' },
   json: { type: 'boolean' },
   help: { type: 'boolean', short: 'h' },
@@ -131,6 +136,8 @@ const OPTIONS = {
 type Values = ReturnType<typeof parseArgs<{ options: typeof OPTIONS; allowPositionals: true }>>['values'];
 
 class Usage extends Error {}
+
+const DEFAULT_STATE_DIR = '/var/lib/petrel';
 
 export const caCommand: CliCommand = {
   name: 'ca',
@@ -368,7 +375,7 @@ const derOf = (cert: x509.X509Certificate): Uint8Array => new Uint8Array(cert.ra
 
 /** The tokens petreld has seen, with their use and whether they are revoked or expired. */
 async function listTokens(values: Values, io: CliIo): Promise<Result<void, PetrelError>> {
-  const dir = values['state-dir'];
+  const dir = values['state-dir'] ?? DEFAULT_STATE_DIR;
   const text = async (file: string): Promise<Result<string, PetrelError>> => {
     try {
       return ok(await readFile(join(dir, file), 'utf8'));
@@ -432,7 +439,44 @@ function expiry(text: string, now: Date): Date {
 async function revoke(target: string, values: Values, io: CliIo): Promise<Result<void, PetrelError>> {
   const what = await revocationId(target);
   if (!what.ok) return what;
-  const file = join(values['state-dir'], DENY_LIST_FILE);
+  // --registry alone writes the registry; --state-dir too, or neither, the local file.
+  if (values.registry !== undefined) {
+    const written = await revokeInRegistry(values.registry, what.value, io);
+    if (!written.ok || values['state-dir'] === undefined) return written;
+  }
+  return revokeInFile(join(values['state-dir'] ?? DEFAULT_STATE_DIR, DENY_LIST_FILE), what.value, io);
+}
+
+/** The id added to the fleet registry's list, which every node's web API polls. */
+async function revokeInRegistry(
+  url: string,
+  what: { id: string; label: string },
+  io: CliIo,
+): Promise<Result<void, PetrelError>> {
+  const [{ openDb }, { addRevocation }] = await Promise.all([
+    import('../../fleet/db.js'),
+    import('../../fleet/revocations.js'),
+  ]);
+  const pool = openDb(url, { max: 1, applicationName: 'petrel ca revoke' });
+  try {
+    const added = await addRevocation(pool, what.id, what.label);
+    if (!added.ok) return added;
+    io.stdout(
+      added.value
+        ? `revoked ${what.id} (${what.label}) in the fleet registry\n`
+        : `${what.id} (${what.label}) is already revoked in the fleet registry\n`,
+    );
+    return ok(undefined);
+  } finally {
+    await pool.end();
+  }
+}
+
+async function revokeInFile(
+  file: string,
+  what: { id: string; label: string },
+  io: CliIo,
+): Promise<Result<void, PetrelError>> {
   let present = '';
   try {
     present = await readFile(file, 'utf8');
@@ -441,20 +485,16 @@ async function revoke(target: string, values: Values, io: CliIo): Promise<Result
       return err('E_PKI_FILE', `cannot read ${file}: ${describeError(e)}`);
     }
   }
-  if (parseDenyList(present).ids.has(what.value.id)) {
-    io.stdout(`${what.value.id} (${what.value.label}) is already revoked in ${file}\n`);
+  if (parseDenyList(present).ids.has(what.id)) {
+    io.stdout(`${what.id} (${what.label}) is already revoked in ${file}\n`);
     return ok(undefined);
   }
   // One line appended whole (O_APPEND): petreld, reading at any moment, sees it or not.
   const separator = present === '' || present.endsWith('\n') ? '' : '\n';
-  await appendFile(
-    file,
-    `${separator}${what.value.id} # ${what.value.label}, revoked ${new Date().toISOString()}\n`,
-    {
-      mode: 0o644,
-    },
-  );
-  io.stdout(`revoked ${what.value.id} (${what.value.label}) in ${file}\n`);
+  await appendFile(file, `${separator}${what.id} # ${what.label}, revoked ${new Date().toISOString()}\n`, {
+    mode: 0o644,
+  });
+  io.stdout(`revoked ${what.id} (${what.label}) in ${file}\n`);
   return ok(undefined);
 }
 
