@@ -227,6 +227,9 @@ export function checkDelegation(issuer: Issuer, policy: Policy): Result<void, Pe
 /** A create must fit the signing CA's policy, with Albatross' client-side texts (§15). */
 export function checkCommand(issuer: Issuer, command: Command): Result<void, PetrelError> {
   if (command.type !== 'unikernel-create') return ok(undefined);
+  // A replace that keeps the old configuration carries create's defaults, which do not count:
+  // petreld admits the old configuration against the delegation (Petrel (m)).
+  if (command.check?.keepConfig === true) return ok(undefined);
   const above = policyOf(issuer.chain[0] as x509.X509Certificate);
   if (!above.ok || above.value === null) return above.ok ? ok(undefined) : above;
   const policy = above.value;

@@ -107,7 +107,11 @@ async function digestOf(vm: string): Promise<string> {
 }
 
 beforeAll(async () => {
-  petreld = await startPetreld({ alice: ['--vms', '3', '--mem', '64'] }, {}, { web: true });
+  petreld = await startPetreld(
+    { alice: ['--vms', '3', '--mem', '64'], dora: ['--vms', '1', '--mem', '24'] },
+    {},
+    { web: true },
+  );
   cacert = await readFile(path.join(petreld.ca, 'cacert.pem'));
   token = await mint();
   oldImage = await readFile(canaryImage);
@@ -121,8 +125,12 @@ beforeAll(async () => {
   health.listen(0, '127.0.0.1');
   await once(health, 'listening');
   healthPort = (health.address() as { port: number }).port;
-  for (const vm of ['web', 'tls']) {
-    const answer = await petreld.remote('alice').request(parseName(vm), {
+  for (const [who, vm] of [
+    ['alice', 'web'],
+    ['alice', 'tls'],
+    ['dora', 'small'],
+  ] as const) {
+    const answer = await petreld.remote(who).request(parseName(vm), {
       type: 'unikernel-create',
       force: false,
       release: '2.7',
@@ -172,6 +180,49 @@ describe('replace over TLS and over the web API', () => {
       /no console line matching \/never\/ within 1 s; the previous unikernel runs again/u,
     );
     expect(await digestOf('tls')).toBe(sha(newImage));
+  });
+
+  it("petrel replace --remote keeping the configuration is not held to create's defaults", {
+    timeout: 60_000,
+  }, async () => {
+    // dora may use 24 MB; create's default is 32, her unikernel's configuration 16.
+    const run = await petrel([
+      'replace',
+      'small',
+      newFile,
+      '--console-line',
+      '^petrel-canary small$',
+      '--remote',
+      `127.0.0.1:${petreld.port}`,
+      '--ca',
+      path.join(petreld.ca, 'cacert.pem'),
+      '--cert',
+      path.join(petreld.ca, 'dora.pem'),
+      '--key',
+      path.join(petreld.ca, 'dora.key'),
+    ]);
+    expect(run.stderr).toBe('');
+    expect(run.stdout).toMatch(/^replaced unikernel dora:small: /u);
+    // With a configuration, that configuration is checked, as a create's.
+    const bigger = await petrel([
+      'replace',
+      'small',
+      newFile,
+      '--console-line',
+      'x',
+      '--mem',
+      '32',
+      '--remote',
+      `127.0.0.1:${petreld.port}`,
+      '--ca',
+      path.join(petreld.ca, 'cacert.pem'),
+      '--cert',
+      path.join(petreld.ca, 'dora.pem'),
+      '--key',
+      path.join(petreld.ca, 'dora.key'),
+    ]);
+    expect(bigger.code).not.toBe(0);
+    expect(bigger.stderr).toMatch(/32 MB memory assigned to unikernel exceeds policy \(24MB\)/u);
   });
 
   it('POST …/replace with an HTTP check: a 503 is rolled back and says so; a 200 stays', {
