@@ -333,6 +333,10 @@ describe('replace with a liveness check, one petreld', () => {
       async () => (await storedState(`${node.dir}/state`)).replacements?.[0],
       'the pending record',
     );
+    // One replacement of a name at a time.
+    const second = await cli(node, 'replace', 'gone', newFile, '--console-line', 'x');
+    expect(second.code).toBe(117);
+    expect(second.stderr).toMatch(/replace: a replacement of :gone is being checked already/u);
     const started = Date.now();
     expect((await cli(node, 'destroy', 'gone')).code).toBe(0);
     const [answer] = await replacing;
