@@ -71,17 +71,26 @@ export function deployQuery(form: HTMLFormElement): URLSearchParams {
   return query;
 }
 
-/** Sends the form's image; resolves with the status and the reply's text. */
+/** Sends the form's image as a create; resolves with the status and the reply's text. */
 export function upload(
   form: HTMLFormElement,
   onProgress: (fraction: number) => void,
 ): Promise<{ status: number; body: string }> {
   const data = new FormData(form);
-  const name = String(data.get('name'));
-  const image = data.get('image') as File;
+  const url = `/api/v1/unikernels/${enc(String(data.get('name')))}?${deployQuery(form).toString()}`;
+  return sendImage('PUT', url, data.get('image') as File, onProgress);
+}
+
+/** An image as the raw body of `method url`, with upload progress and the CSRF token. */
+export function sendImage(
+  method: string,
+  url: string,
+  image: File,
+  onProgress: (fraction: number) => void,
+): Promise<{ status: number; body: string }> {
   return new Promise((resolve) => {
     const xhr = new XMLHttpRequest();
-    xhr.open('PUT', `/api/v1/unikernels/${enc(name)}?${deployQuery(form).toString()}`);
+    xhr.open(method, url);
     xhr.setRequestHeader('content-type', 'application/octet-stream');
     const csrf = csrfToken();
     if (csrf !== null) xhr.setRequestHeader('x-csrf-token', csrf);

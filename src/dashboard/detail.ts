@@ -64,18 +64,26 @@ export function showDetail(u: Unikernel, exit: Exit | undefined): void {
   }
 }
 
-function follow(name: string): void {
+/**
+ * The console of `name`: its history, then live. When petreld ends the stream (or it breaks), it
+ * is taken up again two seconds later from the last line's time, lines already shown skipped.
+ */
+function follow(name: string, since: string | null = null): void {
   const view = byId('console');
-  clear(view);
-  const source = new EventSource(`/api/v1/unikernels/${enc(name)}/console?count=200`);
+  if (since === null) clear(view);
+  let last = since;
+  const select = since === null ? 'count=200' : `since=${encodeURIComponent(since)}`;
+  const source = new EventSource(`/api/v1/unikernels/${enc(name)}/console?${select}`);
   events = source;
   source.addEventListener('line', (event) => {
     const { timestamp, line } = JSON.parse((event as MessageEvent<string>).data) as {
       timestamp: string;
       line: string;
     };
+    if (last !== null && timestamp <= last) return;
+    last = timestamp;
     const atBottom = view.scrollTop + view.clientHeight >= view.scrollHeight - 4;
-    // textContent only, never innerHTML: a guest's `<script>` stays text.
+    // Text nodes only, never innerHTML: a guest's `<script>` stays text.
     view.append(
       el(
         'div',
@@ -87,11 +95,15 @@ function follow(name: string): void {
     while (view.childElementCount > MAX_LINES) view.firstElementChild?.remove();
     if (atBottom) view.scrollTop = view.scrollHeight;
   });
-  source.addEventListener('end', (event) => {
-    const { message } = JSON.parse((event as MessageEvent<string>).data) as { message: string };
-    view.append(el('div', { class: 'line end' }, `— ${message}`));
+  const again = () => {
     source.close();
-  });
+    window.setTimeout(() => {
+      if (shown === name && events === source) follow(name, last ?? new Date().toISOString());
+    }, 2000);
+  };
+  source.addEventListener('end', again);
+  // EventSource would reconnect by itself, with the whole history again: this takes it up instead.
+  source.addEventListener('error', again);
 }
 
 async function plots(name: string): Promise<void> {

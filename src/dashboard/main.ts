@@ -2,7 +2,7 @@
 // delegation may see on this node, its detail, the delegation's policies as bars, a deploy form.
 
 import { call, messageOf, setCsrf } from './api.js';
-import { fillDeployChoices, upload } from './deploy.js';
+import { fillDeployChoices, sendImage, upload } from './deploy.js';
 import { hideDetail, showDetail, shownName } from './detail.js';
 import { byId, clear, el } from './dom.js';
 import type { Block, Exit, NodeInfo, Policy, Session, Unikernel } from './types.js';
@@ -210,6 +210,40 @@ async function deploy(event: SubmitEvent): Promise<void> {
   }
 }
 
+/**
+ * Replace (POST …/replace): the new image, checked by petreld; the answer comes when the check is
+ * over, kept (200) or rolled back to the previous image and configuration (409, saying why).
+ */
+async function replace(event: SubmitEvent): Promise<void> {
+  event.preventDefault();
+  const name = shownName();
+  if (name === null) return;
+  const form = event.target as HTMLFormElement;
+  const data = new FormData(form);
+  const query = new URLSearchParams();
+  query.set(String(data.get('check')), String(data.get('target')));
+  query.set('within', String(data.get('within')));
+  const progress = byId<HTMLProgressElement>('replace-progress');
+  const result = byId('replace-result');
+  progress.hidden = false;
+  progress.value = 0;
+  result.textContent = 'Uploading, then checking…';
+  const url = `/api/v1/unikernels/${encodeURIComponent(name)}/replace?${query.toString()}`;
+  const reply = await sendImage('POST', url, data.get('image') as File, (f) => {
+    progress.value = f;
+  });
+  let parsed: unknown = null;
+  try {
+    parsed = JSON.parse(reply.body);
+  } catch {
+    parsed = null;
+  }
+  const said = (parsed as { reply?: string } | null)?.reply;
+  result.textContent =
+    reply.status === 200 && said !== undefined ? said : messageOf({ status: reply.status, body: parsed });
+  await refresh();
+}
+
 /** Destroy asks twice: the first click arms the button for five seconds. */
 function armed(button: HTMLButtonElement, label: string): boolean {
   if (button.dataset.armed === 'yes') return true;
@@ -234,6 +268,7 @@ async function change(method: string, suffix: string): Promise<void> {
 async function boot(): Promise<void> {
   byId<HTMLFormElement>('sign-in-form').addEventListener('submit', (e) => void signIn(e));
   byId<HTMLFormElement>('deploy-form').addEventListener('submit', (e) => void deploy(e));
+  byId<HTMLFormElement>('replace-form').addEventListener('submit', (e) => void replace(e));
   byId('sign-out').addEventListener('click', async () => {
     await call('DELETE', '/api/v1/session');
     showSignIn();

@@ -131,6 +131,38 @@ describe.skipIf(missing !== null)('the dashboard in headless Chromium', () => {
     expect(running()).toEqual(['alice:evil', 'alice:web1']);
   });
 
+  it('replaces from the detail view: a check that passes keeps the new image, one that fails rolls back', async () => {
+    await page.locator('#node-list tr[data-name=web1]').click();
+    await page.locator('#detail-name').getByText('web1').waitFor();
+    await page.locator('#replace summary').click();
+    const form = page.locator('#replace-form');
+    const result = page.locator('#replace-result');
+    const replace = async (pattern: string, within: string) => {
+      await form.locator('input[name=image]').setInputFiles(canaryImage);
+      await form.locator('select[name=check]').selectOption('console-line');
+      await form.locator('input[name=target]').fill(pattern);
+      await form.locator('input[name=within]').fill(within);
+      await form.locator('button[type=submit]').click();
+      await result.getByText('checking').waitFor({ state: 'detached', timeout: 30_000 });
+      return (await result.textContent()) ?? '';
+    };
+    const started = (): Promise<string> =>
+      page.evaluate(`fetch('/api/v1/unikernels/web1').then((r) => r.json()).then((u) => u.started)`);
+    const before = await started();
+    // The old configuration is kept: the new canary counts too.
+    expect(await replace('count [0-9]+', '20s')).toMatch(/^replaced unikernel alice:web1/);
+    expect(Date.parse(await started())).toBeGreaterThan(Date.parse(before));
+    expect(running()).toEqual(['alice:evil', 'alice:web1']);
+    const failed = await replace('never printed', '1s');
+    expect(failed).toContain('E_REFUSED');
+    expect(running()).toEqual(['alice:evil', 'alice:web1']);
+    const audits = petreld.logs.filter((l) => l.event === 'web.audit' && l.action === 'replace');
+    expect(audits.map((l) => [l.token, l.unikernel, l.status])).toEqual([
+      ['browser', 'alice:web1', 200],
+      ['browser', 'alice:web1', 409],
+    ]);
+  }, 60_000);
+
   it('destroys from the detail view, and stays usable at a phone’s width', async () => {
     await page.locator('#node-list tr[data-name=web1]').click();
     await page.locator('#detail-name').getByText('web1').waitFor();
