@@ -141,7 +141,7 @@ describe('replace with a liveness check, one petreld', () => {
       '--console-line',
       '^petrel-canary ready$',
       '--within',
-      '3s',
+      '6s',
       '--arg',
       'wait',
       '--arg',
@@ -153,24 +153,26 @@ describe('replace with a liveness check, one petreld', () => {
       return seen?.digest === sha(await readFile(newFile)) ? seen : undefined;
     }, 'the new image to run');
     expect(during.digest).not.toBe(before?.digest);
-    const other = Date.now();
+    let replaced = false;
+    void replacing.then(() => {
+      replaced = true;
+    });
     expect(await createOld(node, ':other', 'other')).toEqual(['created unikernel']);
     expect((await cli(node, 'destroy', 'other')).code).toBe(0);
-    const otherDone = Date.now();
+    // Both went through the queue while the check was still running.
+    expect(replaced).toBe(false);
     const run = await replacing;
     const ended = Date.now();
-    expect(otherDone).toBeLessThan(ended);
-    expect(otherDone - other).toBeLessThan(ended - began);
     expect(run.code).toBe(117);
     expect(run.stderr).toMatch(/web failed its check \(console line \/\^petrel-canary ready\$\/\)/u);
-    expect(run.stderr).toMatch(/no console line matching .* within 3 s/u);
+    expect(run.stderr).toMatch(/no console line matching .* within 6 s/u);
     expect(run.stderr).toMatch(/the previous unikernel runs again/u);
-    expect(ended - began).toBeGreaterThanOrEqual(3000);
+    expect(ended - began).toBeGreaterThanOrEqual(6000);
     const after = await infoOf(node, ':web');
     expect(after?.digest).toBe(sha(oldImage));
     // Its console after the rollback: the old configuration's line, not the broken one's.
     const lines = await waitFor(async () => {
-      const l = await consoleSince(node, ':web', new Date(began + 3000));
+      const l = await consoleSince(node, ':web', new Date(began + 6000));
       return l.some((x) => x.includes('petrel-canary old')) ? l : undefined;
     }, 'the old line again');
     expect(lines.join('\n')).not.toMatch(/broken/u);
