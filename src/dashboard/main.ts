@@ -5,7 +5,7 @@ import { call, messageOf, setCsrf } from './api.js';
 import { fillDeployChoices, sendImage, upload } from './deploy.js';
 import { hideDetail, showDetail, shownName } from './detail.js';
 import { byId, clear, el } from './dom.js';
-import type { Block, Exit, NodeInfo, Policy, Session, Unikernel } from './types.js';
+import type { Block, Exit, Policy, Session, Unikernel } from './types.js';
 
 const REFRESH_MS = 10_000;
 let unikernels: Unikernel[] = [];
@@ -55,21 +55,21 @@ async function listAll(): Promise<Unikernel[] | null> {
 
 export async function refresh(): Promise<void> {
   try {
-    const [node, list, exitReply, blocks] = await Promise.all([
-      call<NodeInfo>('GET', '/api/v1/node'),
+    const [policies, list, exitReply, blocks] = await Promise.all([
+      call<{ items: Policy[] }>('GET', '/api/v1/policies'),
       listAll(),
       call<{ items: Exit[] }>('GET', '/api/v1/exits'),
       call<{ items: Block[] }>('GET', '/api/v1/blocks'),
     ]);
-    if (node.status === 401 || list === null) return showSignIn('The session has ended: sign in again.');
-    if (node.status !== 200) throw new Error(messageOf(node));
+    if (policies.status === 401 || list === null) return showSignIn('The session has ended: sign in again.');
+    if (policies.status !== 200) throw new Error(messageOf(policies));
     unikernels = list;
     exits = new Map(exitReply.status === 200 ? exitReply.body.items.map((e) => [e.name, e]) : []);
     const blockList = blocks.status === 200 ? blocks.body.items : [];
-    renderPolicies(node.body, blockList);
+    renderPolicies(policies.body.items);
     renderList();
     fillDeployChoices(
-      node.body.policies.find((p) => p.relative === ''),
+      policies.body.items.find((p) => p.relative === ''),
       blockList,
     );
     const selected = shownName();
@@ -106,26 +106,22 @@ function bar(label: string, used: number, limit: number, unit = ''): HTMLElement
 }
 
 /** Each policy at or below the caller's delegation, with what runs under it against its limits. */
-function renderPolicies(node: NodeInfo, blocks: readonly Block[]): void {
+function renderPolicies(policies: readonly Policy[]): void {
   const box = byId('policy-bars');
   clear(box);
-  const under = (p: Policy, name: string) => p.relative === '' || name.startsWith(`${p.relative}:`);
-  for (const p of node.policies) {
-    const mine = unikernels.filter((u) => under(p, u.name));
-    const memory = mine.reduce((sum, u) => sum + u.memory, 0);
-    const blockUse = blocks.filter((b) => under(p, b.name)).reduce((sum, b) => sum + b.size, 0);
+  for (const p of policies) {
     box.append(
       el(
         'div',
         { class: 'policy' },
         el('h3', {}, p.relative === '' ? `${p.path || '(root)'} (this delegation)` : p.path),
-        bar('Unikernels', mine.length, p.unikernels),
-        bar('Memory', memory, p.memory, ' MiB'),
-        p.block === null ? null : bar('Block storage', blockUse, p.block, ' MiB'),
+        bar('Unikernels', p.usage.unikernels, p.unikernels),
+        bar('Memory', p.usage.memory, p.memory, ' MiB'),
+        p.block === null ? null : bar('Block storage', p.usage.block, p.block, ' MiB'),
         el(
           'div',
           { class: 'label' },
-          `CPUs ${p.cpuids.join(', ') || 'none'}; bridges ${p.bridges.join(', ') || 'none'}`,
+          `CPUs ${p.cpuids.join(', ') || 'none'} (in use: ${p.usage.cpuids.join(', ') || 'none'}); bridges ${p.bridges.join(', ') || 'none'}`,
         ),
       ),
     );

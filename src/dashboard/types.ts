@@ -24,13 +24,13 @@ export interface Policy {
   readonly cpuids: readonly number[];
   readonly block: number | null;
   readonly bridges: readonly string[];
-}
-
-export interface NodeInfo {
-  readonly delegation: string;
-  readonly token: { readonly name: string; readonly expires: string };
-  readonly policies: readonly Policy[];
-  readonly usage: { readonly unikernels: number; readonly memory: number };
+  /** What runs below it now (GET /api/v1/policies). */
+  readonly usage: {
+    readonly unikernels: number;
+    readonly memory: number;
+    readonly cpuids: readonly number[];
+    readonly block: number;
+  };
 }
 
 export interface Exit {
