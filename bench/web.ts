@@ -6,6 +6,7 @@
 // ratio (target ≤ 1.2 ×). Then GET /api/v1/unikernels with 50 running beside `info` over TLS, and
 // GET /api/v1/node in a row: a request's own latency and CPU.
 // Guests run under the fake-kvm stand-in where KVM is missing (printed).
+// The browser's side (a console line into the DOM, first render with 1,000) is bench/dashboard.ts.
 // Run: npm run bench -- web (BENCH_WEB_ROUNDS, default 20).
 
 import { readFile } from 'node:fs/promises';
