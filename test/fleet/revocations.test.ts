@@ -10,8 +10,7 @@ import { request } from 'node:https';
 import path from 'node:path';
 import { expect, it } from 'vitest';
 import { caCommand } from '../../src/cli/commands/ca.js';
-import { type Petreld, startPetreld } from '../tls/petreld.js';
-import { mintToken } from '../web/client.js';
+import { mintToken, type Petreld, startPetreld } from '../tls/petreld.js';
 import { describeWithPostgres } from './pg.js';
 
 const POLL_MS = 300;
@@ -69,8 +68,8 @@ describeWithPostgres('the fleet registry’s deny-list', (pg) => {
     try {
       b = await startPetreld({}, flags('node-b'), { web: true, ca: a.ca });
       const ca = await readFile(path.join(a.ca, 'cacert.pem'));
-      const ci = await mintToken(a.ca, 'alice', 'ci');
-      const other = await mintToken(a.ca, 'alice', 'other');
+      const ci = await mintToken(a, 'alice', 'ci');
+      const other = await mintToken(a, 'alice', 'other');
       for (const n of [a, b]) expect(await node(n, ca, ci)).toEqual({ status: 200, code: null });
 
       const revoked = await revoke(ci, '--registry', db.url);

@@ -1,40 +1,8 @@
-// What the web API tests share: tokens made by `petrel ca token` for a delegation of a test
-// petreld's PKI, one HTTPS request whose JSON response is checked against docs/openapi.json,
+// What the web API tests share (tokens: test/tls/petreld.ts mintToken): one HTTPS request whose JSON response is checked against docs/openapi.json,
 // and waiting for a condition that may be asynchronous.
 
 import { request } from 'node:https';
-import path from 'node:path';
-import { caCommand } from '../../src/cli/commands/ca.js';
 import { checkResponse } from './openapi.js';
-
-/** `petrel ca token` for ca/LABEL.pem, named `name`: the token's text. */
-export async function mintToken(caDir: string, label: string, name: string): Promise<string> {
-  let out = '';
-  let errors = '';
-  const status = await caCommand.run(
-    [
-      'token',
-      '--cert',
-      path.join(caDir, `${label}.pem`),
-      '--key',
-      path.join(caDir, `${label}.key`),
-      '--name',
-      name,
-    ],
-    {
-      stdout: (t) => {
-        out += String(t);
-      },
-      stderr: (t) => {
-        errors += String(t);
-      },
-      readFile: async () => new Uint8Array(),
-      writeFile: async () => {},
-    },
-  );
-  if (status !== 0) throw new Error(`petrel ca token: ${errors}`);
-  return out.trim();
-}
 
 export interface ApiReply {
   readonly status: number;

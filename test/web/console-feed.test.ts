@@ -14,8 +14,8 @@ import { request } from 'node:https';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { canaryImage, repo } from '../engine/guest.js';
-import { type Petreld, startPetreld } from '../tls/petreld.js';
-import { eventually, mintToken } from './client.js';
+import { mintToken, type Petreld, startPetreld } from '../tls/petreld.js';
+import { eventually } from './client.js';
 import { checkResponse } from './openapi.js';
 
 const executable = path.join(repo, 'dist', 'src', 'cli', 'petrel.js');
@@ -85,7 +85,7 @@ beforeAll(async () => {
     { web: true },
   );
   cacert = await readFile(path.join(petreld.ca, 'cacert.pem'));
-  token = await mintToken(petreld.ca, 'dave', 'feed');
+  token = await mintToken(petreld, 'dave', 'feed');
   const made = await new Promise<number>((resolve, reject) => {
     const req = request(
       {

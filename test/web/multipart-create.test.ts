@@ -10,8 +10,8 @@ import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { canaryImage } from '../engine/guest.js';
-import { type Petreld, startPetreld } from '../tls/petreld.js';
-import { type ApiReply, callApi, mintToken } from './client.js';
+import { mintToken, type Petreld, startPetreld } from '../tls/petreld.js';
+import { type ApiReply, callApi } from './client.js';
 
 const ONE = '/api/v1/unikernels/{name}';
 const BOUNDARY = '----petrel-test-7d1f';
@@ -63,7 +63,7 @@ const stored = async () => (await readdir(path.join(petreld.stateDir, 'images'))
 beforeAll(async () => {
   petreld = await startPetreld({ erin: ['--vms', '3', '--mem', '64'] }, {}, { web: true });
   cacert = await readFile(path.join(petreld.ca, 'cacert.pem'));
-  token = await mintToken(petreld.ca, 'erin', 'form');
+  token = await mintToken(petreld, 'erin', 'form');
   image = await readFile(canaryImage);
 });
 afterAll(async () => {

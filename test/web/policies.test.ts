@@ -10,8 +10,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { nameAsPath, printPath } from '../../src/resources/name.js';
 import * as T from '../../src/resources/tree.js';
 import { canaryImage } from '../engine/guest.js';
-import { type Petreld, startPetreld } from '../tls/petreld.js';
-import { type ApiReply, callApi, mintToken } from './client.js';
+import { mintToken, type Petreld, startPetreld } from '../tls/petreld.js';
+import { type ApiReply, callApi } from './client.js';
 
 const LIST = '/api/v1/policies';
 const ONE = '/api/v1/policies/{path}';
@@ -57,7 +57,7 @@ beforeAll(async () => {
     { web: true },
   );
   cacert = await readFile(path.join(petreld.ca, 'cacert.pem'));
-  for (const who of ['alice', 'bob']) tokens[who] = await mintToken(petreld.ca, who, `${who}-ci`);
+  for (const who of ['alice', 'bob']) tokens[who] = await mintToken(petreld, who, `${who}-ci`);
 });
 afterAll(async () => {
   await petreld?.stop();
