@@ -43,10 +43,13 @@ function node(petreld: Petreld, ca: Buffer, token: string): Promise<{ status: nu
   });
 }
 
-async function revoke(...args: string[]): Promise<{ status: number; out: string; err: string }> {
+const revoke = (...args: string[]) => caRun('revoke', ...args);
+
+/** `petrel ca ARGS...` in this process. */
+async function caRun(...args: string[]): Promise<{ status: number; out: string; err: string }> {
   let out = '';
   let err = '';
-  const status = await caCommand.run(['revoke', ...args], {
+  const status = await caCommand.run(args, {
     stdout: (t) => {
       out += String(t);
     },
@@ -100,6 +103,20 @@ describeWithPostgres('the fleet registry’s deny-list', (pg) => {
       expect((await revoke(ci, '--registry', db.url)).out).toMatch(
         /is already revoked in the fleet registry/,
       );
+      // `ca token --list --registry` says so too (node a wrote the first token's use at once).
+      const listed = await caRun(
+        'token',
+        '--list',
+        '--json',
+        '--state-dir',
+        a.stateDir,
+        '--registry',
+        db.url,
+      );
+      const states = Object.fromEntries(
+        (JSON.parse(listed.out) as { name: string; state: string }[]).map((t) => [t.name, t.state]),
+      );
+      expect(states.ci).toBe('revoked');
 
       // The registry cannot be read (its table renamed away): the last list read is kept, with a warning.
       await db.pool.query('ALTER TABLE revocations RENAME TO revocations_away');

@@ -84,7 +84,8 @@ token     a bearer token for petreld's web API (webListen), made offline from a 
           its id goes to standard error. Anyone holding it acts as the delegation: keep it
           secret, as the key. --list prints the tokens petreld's web API has seen (from
           DIR/web-token-usage.json, --state-dir, written at most once a minute): id, name,
-          delegation, uses, last use, expiry, and whether revoked or expired.
+          delegation, uses, last use, expiry, and whether revoked (in the local deny-list,
+          or with --registry URL in the fleet registry's too) or expired.
 revoke    adds a token (its text, or a file holding it), a delegation certificate (a PEM file:
           every token made from it) or an id to petreld's deny-list, DIR/web-deny-list
           (--state-dir, petreld's stateDir, default /var/lib/petrel). petreld honours it on the
@@ -388,7 +389,12 @@ async function listTokens(values: Values, io: CliIo): Promise<Result<void, Petre
   if (!usage.ok) return usage;
   const denied = await text(DENY_LIST_FILE);
   if (!denied.ok) return denied;
-  const revoked = parseDenyList(denied.value).ids;
+  const revoked = new Set(parseDenyList(denied.value).ids);
+  if (values.registry !== undefined) {
+    const listed = await registryRevocations(values.registry);
+    if (!listed.ok) return listed;
+    for (const id of listed.value) revoked.add(id);
+  }
   const now = Date.now();
   const rows = [...parseUsage(usage.value)]
     .map(([id, t]) => ({
@@ -445,6 +451,21 @@ async function revoke(target: string, values: Values, io: CliIo): Promise<Result
     if (!written.ok || values['state-dir'] === undefined) return written;
   }
   return revokeInFile(join(values['state-dir'] ?? DEFAULT_STATE_DIR, DENY_LIST_FILE), what.value, io);
+}
+
+/** Every id on the fleet registry's list. */
+async function registryRevocations(url: string): Promise<Result<string[], PetrelError>> {
+  const [{ openDb }, { revocationsAfter }] = await Promise.all([
+    import('../../fleet/db.js'),
+    import('../../fleet/revocations.js'),
+  ]);
+  const pool = openDb(url, { max: 1, applicationName: 'petrel ca token --list' });
+  try {
+    const read = await revocationsAfter(pool, 0n);
+    return read.ok ? ok(read.value.ids) : read;
+  } finally {
+    await pool.end();
+  }
 }
 
 /** The id added to the fleet registry's list, which every node's web API polls. */
