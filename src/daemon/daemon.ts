@@ -485,7 +485,12 @@ async function registryDenyList(config: PetrelConfig, log: Logger) {
     import('../fleet/db.js'),
     import('../fleet/revocations.js'),
   ]);
-  const pool = openDb(config.fleetDb as string, { max: 1, applicationName: `petreld ${config.nodeId} web` });
+  // A registry that does not answer must not hold the start: its first read fails within 5 s.
+  const pool = openDb(config.fleetDb as string, {
+    max: 1,
+    applicationName: `petreld ${config.nodeId} web`,
+    connectTimeoutMs: 5000,
+  });
   const poller = new RevocationPoller(pool, config.fleetRevocationPoll, log);
   await poller.start();
   return poller;

@@ -19,6 +19,8 @@ export interface OpenOptions {
   readonly max?: number;
   /** `application_name` seen in pg_stat_activity. Default `petrel`. */
   readonly applicationName?: string;
+  /** How long a connection may take to open before the query fails. Default: no limit. */
+  readonly connectTimeoutMs?: number;
 }
 
 /**
@@ -31,6 +33,7 @@ export function openDb(url: string, options: OpenOptions = {}): pg.Pool {
     connectionString: url,
     max: options.max ?? 4,
     application_name: options.applicationName ?? 'petrel',
+    ...(options.connectTimeoutMs === undefined ? {} : { connectionTimeoutMillis: options.connectTimeoutMs }),
   });
   pool.on('error', () => {});
   return pool;
