@@ -163,9 +163,15 @@ describe.skipIf(missing !== null)('the dashboard in headless Chromium', () => {
     ]);
   }, 60_000);
 
-  it('destroys from the detail view, and stays usable at a phone’s width', async () => {
+  it('restarts and destroys from the detail view, and stays usable at a phone’s width', async () => {
     await page.locator('#node-list tr[data-name=web1]').click();
     await page.locator('#detail-name').getByText('web1').waitFor();
+    const started = (): Promise<string> =>
+      page.evaluate(`fetch('/api/v1/unikernels/web1').then((r) => r.json()).then((u) => u.started)`);
+    const before = await started();
+    await page.locator('#restart').click();
+    await eventually('web1 restarted', async () => Date.parse(await started()) > Date.parse(before));
+    expect(petreld.logs.filter((l) => l.event === 'web.audit' && l.action === 'restart').length).toBe(1);
     await page.locator('#destroy').click();
     await page.locator('#destroy').click();
     await eventually('web1 destroyed', async () => !running().includes('alice:web1'));
