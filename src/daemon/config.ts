@@ -103,6 +103,8 @@ export interface PetrelConfig {
   readonly fleetDb: string | null;
   readonly nodeId: string;
   readonly nodeAddress: Endpoint | null;
+  /** Where browsers reach this node's web API, as stored in the registry (the fleet view). */
+  readonly webAddress: Endpoint | null;
   readonly fleetHeartbeat: number;
   readonly fleetFresh: number;
   readonly fleetRevocationPoll: number;
@@ -731,6 +733,14 @@ export const CONFIG_FIELDS: { readonly [K in ConfigKey]: ConfigField<PetrelConfi
     defaultValue: null,
     defaultText: 'tlsListen',
     help: "where clients reach this node's TLS endpoint, as stored in the registry",
+    parse: optional(endpoint('::')),
+  }),
+  webAddress: field({
+    table: 'fleet',
+    arg: 'HOST:PORT',
+    defaultValue: null,
+    defaultText: "nodeAddress's host, webListen's port",
+    help: "where browsers reach this node's web API (https://HOST:PORT in the registry): the dashboard's fleet view and CORS",
     parse: optional(endpoint('::')),
   }),
   fleetHeartbeat: field({

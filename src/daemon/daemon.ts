@@ -321,7 +321,7 @@ export function createDaemon(options: DaemonOptions): Daemon {
     // A full run directory does not stop a start that has adopted its guests: said, not fatal.
     if (!node.ok) log.warn({ problem: node.error.message }, 'could not write node.json');
     if (config.fleetDb !== null) {
-      const joined = await joinFleet(config, runtimes, engine, probeNow, log, tlsAddress);
+      const joined = await joinFleet(config, runtimes, engine, probeNow, log, tlsAddress, webAddress);
       if (!joined.ok) {
         await stop({ stopGuests: false });
         return joined;
@@ -453,8 +453,11 @@ async function openWeb(
   const { DENY_LIST_FILE } = await import('../tls/token.js');
   const { USAGE_FILE } = await import('../web/usage.js');
   const revocations = config.fleetDb === null ? undefined : await registryDenyList(config, log);
+  const fleet = config.fleetDb === null ? undefined : await registryNodes(config);
   const web = createWebServer({
     ...(revocations === undefined ? {} : { revocations }),
+    ...(fleet === undefined ? {} : { fleet }),
+    nodeId: config.nodeId,
     ca,
     cert,
     key,
@@ -472,8 +475,29 @@ async function openWeb(
     logger: log,
     openService,
   });
-  if (!web.ok) await revocations?.stop();
+  if (!web.ok) {
+    await revocations?.stop();
+    await fleet?.stop();
+  }
   return web;
+}
+
+/** The registry's fresh nodes and their web origins, for the dashboard's fleet view (web/fleet.ts). */
+async function registryNodes(config: PetrelConfig) {
+  const [{ openDb }, { Registry }] = await Promise.all([
+    import('../fleet/db.js'),
+    import('../fleet/registry.js'),
+  ]);
+  const pool = openDb(config.fleetDb as string, {
+    max: 1,
+    applicationName: `petreld ${config.nodeId} web fleet`,
+    connectTimeoutMs: 5000,
+  });
+  const registry = new Registry(pool);
+  return {
+    list: () => registry.webNodes(config.fleetFresh),
+    stop: () => pool.end(),
+  };
 }
 
 /**
@@ -497,6 +521,18 @@ async function registryDenyList(config: PetrelConfig, log: Logger) {
 }
 
 /**
+ * Where browsers reach this node's web API, as the registry keeps it for the dashboard's fleet
+ * view: webAddress, else nodeAddress's (or tlsListen's) host with the port webListen bound.
+ */
+function webOrigin(config: PetrelConfig, nodeHost: string, web: StartReport['web']): string {
+  if (web === null) return '';
+  const host = config.webAddress?.host ?? nodeHost;
+  const port = config.webAddress?.port ?? web.port;
+  // As a browser writes an origin: the host in lower case.
+  return `https://${host.includes(':') ? `[${host}]` : host}:${port}`.toLowerCase();
+}
+
+/**
  * Reports this node's probed capabilities, the runtimes it serves and its capacity (root policy
  * minus allocations) to the fleet registry now and every heartbeat (issues 9, 16), and its
  * capacity again after every change of the tree. A registry that is down is logged and retried,
@@ -509,6 +545,7 @@ async function joinFleet(
   probe: () => Promise<CapabilityReport>,
   log: Logger,
   tls: StartReport['tls'],
+  web: StartReport['web'],
 ): Promise<Result<{ reporter: FleetReporter; pool: { end(): Promise<void> } }, PetrelError>> {
   const endpoint = config.nodeAddress ?? config.tlsListen;
   if (endpoint === null) {
@@ -530,6 +567,7 @@ async function joinFleet(
     probe,
     runtimes,
     capacity: () => capacityOf(engine.tree),
+    webOrigin: webOrigin(config, endpoint.host, web),
     heartbeatMs: config.fleetHeartbeat,
     logger: log,
   });

@@ -145,11 +145,11 @@ export function prefilterParams(
 
 /** Writes the report and ends the reservations whose unikernels it lists, in one statement. */
 const REPORT_SQL = `WITH up AS (
-  INSERT INTO nodes (id, address, last_seen, capabilities, resources, unikernels, spread)
-  VALUES ($1, $2, now(), $3::jsonb, $4::jsonb, $5::text[], $6)
+  INSERT INTO nodes (id, address, last_seen, capabilities, resources, unikernels, spread, web_origin)
+  VALUES ($1, $2, now(), $3::jsonb, $4::jsonb, $5::text[], $6, $7)
   ON CONFLICT (id) DO UPDATE SET address = EXCLUDED.address, last_seen = EXCLUDED.last_seen,
     capabilities = EXCLUDED.capabilities, resources = EXCLUDED.resources,
-    unikernels = EXCLUDED.unikernels, spread = EXCLUDED.spread
+    unikernels = EXCLUDED.unikernels, spread = EXCLUDED.spread, web_origin = EXCLUDED.web_origin
   RETURNING id, unikernels
 )
 DELETE FROM reservations r USING up WHERE r.node = up.id AND r.vm = ANY (up.unikernels)`;
@@ -161,6 +161,14 @@ const CAPACITY_SQL = `WITH up AS (
   DELETE FROM reservations r USING up WHERE r.node = up.id AND r.vm = ANY (up.unikernels) RETURNING r.id
 )
 SELECT (SELECT count(*) FROM up)::int AS updated, (SELECT count(*) FROM ended)::int AS ended`;
+
+/** A node as the dashboard's fleet view lists it (migration 005). */
+export interface WebNode {
+  readonly id: string;
+  /** `https://HOST:PORT`, '' when the node reports no web API. */
+  readonly webOrigin: string;
+  readonly lastSeen: Date;
+}
 
 export class Registry {
   readonly #db: Database;
@@ -176,18 +184,21 @@ export class Registry {
    * Stores `report` as the node's whole report, REPLACING the previous one (a capability or
    * runtime the node lost disappears), with its capacity (default: the probed totals, nothing
    * running) and last_seen = now(). Ends the reservations of the unikernels it lists.
+   * `webOrigin`: where browsers reach its web API ('' for none).
    */
   async report(
     node: string,
     address: string,
     report: NodeReport,
     capacity?: NodeCapacity,
+    webOrigin = '',
   ): Promise<Result<void, DbError | ReportError>> {
     const checked = parseNodeReport(report);
     if (!checked.ok) return checked;
     const cap = parseCapacity(capacity ?? wholeHost(checked.value));
     if (!cap.ok) return cap;
-    return this.#upsert(node, address, storedCapabilities(checked.value), cap.value, 'writing the report');
+    const caps = storedCapabilities(checked.value);
+    return this.#upsert(node, address, caps, cap.value, 'writing the report', webOrigin);
   }
 
   /**
@@ -215,9 +226,23 @@ export class Registry {
 
   /** Stores an empty report: the node stays listed but qualifies for nothing (clean shutdown,
    * failed probe). */
-  async withdraw(node: string, address: string): Promise<Result<void, DbError>> {
+  async withdraw(node: string, address: string, webOrigin = ''): Promise<Result<void, DbError>> {
     const none = { free: NO_RESOURCES, total: { memoryMiB: 0, vms: 0, blockStorageMiB: 0 }, unikernels: [] };
-    return this.#upsert(node, address, NO_CAPABILITIES, none, 'withdrawing the report');
+    return this.#upsert(node, address, NO_CAPABILITIES, none, 'withdrawing the report', webOrigin);
+  }
+
+  /** The nodes seen within `freshMs` (the database's clock), with their web origins, in id order. */
+  async webNodes(freshMs: number): Promise<Result<WebNode[], DbError>> {
+    try {
+      const result = await this.#db.query<{ id: string; web_origin: string; last_seen: Date }>(
+        `SELECT id, web_origin, last_seen FROM nodes
+         WHERE last_seen >= now() - $1::double precision * interval '1 millisecond' ORDER BY id COLLATE "C"`,
+        [freshMs],
+      );
+      return ok(result.rows.map((r) => ({ id: r.id, webOrigin: r.web_origin, lastSeen: r.last_seen })));
+    } catch (e) {
+      return { ok: false, error: dbError(e, 'listing the web origins of nodes') };
+    }
   }
 
   async #upsert(
@@ -226,6 +251,7 @@ export class Registry {
     capabilities: unknown,
     capacity: NodeCapacity,
     doing: string,
+    webOrigin: string,
   ): Promise<Result<void, DbError>> {
     try {
       await this.#db.query(REPORT_SQL, [
@@ -235,6 +261,7 @@ export class Registry {
         JSON.stringify(storedResources(capacity)),
         capacity.unikernels,
         spreadKey(node),
+        webOrigin,
       ]);
       return ok(undefined);
     } catch (e) {

@@ -42,6 +42,8 @@ export interface ReporterOptions {
   readonly nodeId: string;
   /** `--node-address HOST:PORT`: where clients reach this node's TLS endpoint. */
   readonly address: string;
+  /** `https://HOST:PORT` where browsers reach this node's web API (webAddress); '' or none: no web API. */
+  readonly webOrigin?: string;
   /** Probes the host afresh (issue 8's capability probe). */
   readonly probe: () => Promise<CapabilityReport>;
   /** `--runtimes`: what the node hosts (empty for none); it serves those the probe finds usable. */
@@ -171,7 +173,8 @@ export class FleetReporter {
     await this.#inFlight;
     if (options.withdraw ?? true) {
       const { registry, nodeId, address } = this.#options;
-      const withdrawn = await registry.withdraw(nodeId, address);
+      // Stopping: the web API goes with the node, so its origin is withdrawn too.
+      const withdrawn = await registry.withdraw(nodeId, address, '');
       if (!withdrawn.ok)
         this.#log.warn({ node: nodeId, code: withdrawn.error.code }, withdrawn.error.message);
     }
@@ -197,10 +200,11 @@ export class FleetReporter {
     } catch (e) {
       const message = `capability probe failed: ${e instanceof Error ? e.message : String(e)}`;
       this.#log.error({ node: nodeId, code: 'E_FLEET_PROBE' }, `${message}; withdrawing the report`);
-      await registry.withdraw(nodeId, address);
+      await registry.withdraw(nodeId, address, this.#options.webOrigin ?? '');
       return err('E_FLEET_PROBE', message);
     }
-    const written = await registry.report(nodeId, address, { ...report, runtimes }, now);
+    const webOrigin = this.#options.webOrigin ?? '';
+    const written = await registry.report(nodeId, address, { ...report, runtimes }, now, webOrigin);
     if (!written.ok) {
       this.#log.warn({ node: nodeId, code: written.error.code }, written.error.message);
       return written;

@@ -6,9 +6,18 @@ import type { ServerResponse } from 'node:http';
 import { fileURLToPath } from 'node:url';
 import { SECURITY_HEADERS } from './respond.js';
 
-/** Scripts, styles and connections of this origin only; no inline script, no frames, no plugins. */
-export const DASHBOARD_CSP =
-  "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'";
+/**
+ * Scripts and styles of this origin only; connections to it and to the fleet's other nodes'
+ * web APIs (`origins`, checked by fleet.ts isOrigin: nothing else can reach the header); no
+ * inline script, no frames, no plugins.
+ */
+export function dashboardCsp(origins: Iterable<string> = []): string {
+  const connect = ["'self'", ...[...origins].sort()].join(' ');
+  return `default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src ${connect}; frame-ancestors 'none'; base-uri 'none'; form-action 'self'`;
+}
+
+/** The CSP of a node that is in no fleet. */
+export const DASHBOARD_CSP = dashboardCsp();
 
 /** URL path → file name and type. */
 const FILES: Readonly<Record<string, readonly [string, string]>> = {
@@ -21,8 +30,8 @@ const FILES: Readonly<Record<string, readonly [string, string]>> = {
 export interface DashboardFiles {
   /** Whether `pathname` is one of the dashboard's. */
   has(pathname: string): boolean;
-  /** Sends the file; false when the dashboard was not built. */
-  send(pathname: string, response: ServerResponse, head: boolean): boolean;
+  /** Sends the file under `csp`; false when the dashboard was not built. */
+  send(pathname: string, response: ServerResponse, head: boolean, csp?: string): boolean;
 }
 
 /**
@@ -50,13 +59,13 @@ export function loadDashboard(dir: string | null): DashboardFiles {
   }
   return {
     has: (pathname) => Object.hasOwn(FILES, pathname),
-    send(pathname, response, head) {
+    send(pathname, response, head, csp = DASHBOARD_CSP) {
       const entry = FILES[pathname];
       const body = entry === undefined ? undefined : loaded.get(entry[0]);
       if (entry === undefined || body === undefined) return false;
       response.writeHead(200, {
         ...SECURITY_HEADERS,
-        'content-security-policy': DASHBOARD_CSP,
+        'content-security-policy': csp,
         // Small and built with petreld: revalidated each time rather than stored.
         'cache-control': 'no-cache',
         'content-type': entry[1],

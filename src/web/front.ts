@@ -33,6 +33,8 @@ export interface FrontContext {
   refusedFor(remote: string, now: number): number;
   failed(remote: string, now: number): void;
   refusal(fields: Record<string, unknown>): void;
+  /** The dashboard's CSP now (its connect-src lists the fleet's web origins). */
+  dashboardCsp(): Promise<string>;
   readonly log: Logger;
 }
 
@@ -68,7 +70,8 @@ export class Front {
             EXIT.usage,
           ),
         );
-      if (!this.#files.send(url.pathname, response, method === 'HEAD')) {
+      const csp = await this.#context.dashboardCsp();
+      if (!this.#files.send(url.pathname, response, method === 'HEAD', csp)) {
         sendJson(
           response,
           apiError(404, 'E_WEB_NOT_FOUND', 'the dashboard is not built (npm run build)', EXIT.usage),

@@ -5,6 +5,7 @@ export type Action =
   | 'image'
   | 'stats'
   | 'node'
+  | 'fleet'
   | 'list'
   | 'get'
   | 'create'
@@ -68,6 +69,7 @@ export function matchRoute(method: string, pathname: string): Route {
     );
   };
   if (parts.length === 1 && parts[0] === 'node') return allowed({ GET: 'node' });
+  if (parts.length === 1 && parts[0] === 'fleet') return allowed({ GET: 'fleet' });
   if (parts.length === 1 && parts[0] === 'exits') return allowed({ GET: 'exits' });
   if (parts[0] === 'policies') {
     if (parts.length === 1) return allowed({ GET: 'policies' });

@@ -16,6 +16,7 @@
 
 import { createServer as createHttpServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { type AddressInfo, createServer, type Server, type Socket } from 'node:net';
+import { hostname } from 'node:os';
 import type { Duplex } from 'node:stream';
 import { createSecureContext, type SecureContext, TLSSocket } from 'node:tls';
 import pino, { type Logger } from 'pino';
@@ -63,14 +64,15 @@ import {
 import { RequestChannel } from './channel.js';
 import { ConsoleFeeds, FEED_COMMAND } from './console-feed.js';
 import { createCommand } from './create.js';
-import { dashboardDir, loadDashboard } from './dashboard-files.js';
+import { dashboardCsp, dashboardDir, loadDashboard } from './dashboard-files.js';
 import { DenyList } from './deny-list.js';
 import { listExits } from './exits.js';
-import { Front } from './front.js';
+import { type FleetSource, FleetView } from './fleet.js';
+import { Front, SESSION_PATH } from './front.js';
 import { MULTIPART_ALLOWANCE, multipartError, readMultipartCreate } from './multipart-create.js';
 import { listPolicies, policyChanged, policyCommand, policyPathUnder } from './policies.js';
 import { replaceCommand } from './replace.js';
-import { hasBody, sendJson, tooLarge } from './respond.js';
+import { hasBody, SECURITY_HEADERS, sendJson, tooLarge } from './respond.js';
 import { type Action, BODIES, CHANGES, matchRoute } from './routes.js';
 import { Sampler } from './samples.js';
 import { SessionTable } from './sessions.js';
@@ -110,6 +112,14 @@ export interface WebServerOptions {
     current(): Result<ReadonlySet<string>, PetrelError>;
     stop(): Promise<void>;
   };
+  /** This node's id in the fleet (`nodeId`). Default: the host name. */
+  readonly nodeId?: string;
+  /**
+   * The registry's nodes and their web origins when `fleetDb` is set (fleet.ts): GET
+   * /api/v1/fleet, the CORS answered to the other nodes' pages, the dashboard's connect-src.
+   * Stopped when the listener closes.
+   */
+  readonly fleet?: FleetSource;
   /** `<stateDir>/web-token-usage.json`; none: counts are kept in memory only. */
   readonly usage?: string;
   /** Default `::`. */
@@ -196,6 +206,7 @@ class Web implements WebServer {
   /** Requests open per identity path (`alice:`). */
   readonly #open = new Map<string, number>();
   readonly #front: Front;
+  readonly #fleet: FleetView;
   readonly #sampler: Sampler;
   #sequence = 0n;
   #refusedAt = 0;
@@ -211,12 +222,14 @@ class Web implements WebServer {
     this.#deny = new DenyList(options.denyList, this.#log);
     this.#usage = new TokenUsage(options.usage ?? null, this.#log);
     this.#feeds = new ConsoleFeeds(this.#log);
+    this.#fleet = new FleetView(options.nodeId ?? hostname(), options.fleet ?? null, this.#log);
     this.#front = new Front(
       {
         verify: (text) => this.#verify(text),
         refusedFor: (remote, now) => this.#failures.refusedFor(remote, now),
         failed: (remote, now) => this.#failures.failed(remote, now),
         refusal: (fields) => this.#refusal(fields),
+        dashboardCsp: async () => dashboardCsp(await this.#fleet.origins()),
         log: this.#log,
       },
       new SessionTable(options.sessionIdleTimeoutMs ?? SESSION_IDLE_DEFAULT_MS),
@@ -285,6 +298,7 @@ class Web implements WebServer {
     });
     await this.#usage.flush();
     await this.#options.revocations?.stop();
+    await this.#fleet.stop();
   }
 
   counts(): GateCounts {
@@ -333,6 +347,35 @@ class Web implements WebServer {
     });
   }
 
+  /**
+   * CORS for the dashboards of the fleet's other nodes, which call this node's API with the
+   * bearer token (docs/web.md, every node on one page): an `Origin` that is a fleet node's web
+   * origin is echoed, with no credentials allowed (the cookie stays this node's own); any other
+   * origin gets no CORS header, so a browser keeps its page from reading the answer. A preflight
+   * (OPTIONS) is answered here: true when it was.
+   */
+  async #cors(request: IncomingMessage, response: ServerResponse, url: URL): Promise<boolean> {
+    const origin = request.headers.origin;
+    if (origin === undefined || !url.pathname.startsWith('/api/v1/') || url.pathname === SESSION_PATH)
+      return false;
+    response.setHeader('vary', 'Origin');
+    const known = (await this.#fleet.origins()).has(origin);
+    if (known) response.setHeader('access-control-allow-origin', origin);
+    if (request.method !== 'OPTIONS') return false;
+    const allow = known
+      ? {
+          'access-control-allow-methods': 'GET, HEAD, PUT, POST, DELETE',
+          'access-control-allow-headers': 'Authorization, Content-Type, X-CSRF-Token',
+          'access-control-max-age': '600',
+        }
+      : {};
+    if (!known) this.#refusal({ code: 'E_WEB_CORS', reason: `preflight from ${origin}, not a fleet node's` });
+    response.writeHead(204, { ...SECURITY_HEADERS, ...allow });
+    response.end();
+    request.resume();
+    return true;
+  }
+
   #refusal(fields: Record<string, unknown>): void {
     const now = Date.now();
     if (now - this.#refusedAt >= 1000) {
@@ -346,6 +389,7 @@ class Web implements WebServer {
   async #request(request: IncomingMessage, response: ServerResponse): Promise<void> {
     const remote = this.#tcpOf.get(request.socket)?.remoteAddress ?? request.socket.remoteAddress;
     const url = new URL(request.url ?? '/', 'https://petreld.invalid');
+    if (await this.#cors(request, response, url)) return;
     if (this.#front.owns(url.pathname))
       return this.#front.handle(request, response, url, remote ?? 'unknown');
     const route = matchRoute(request.method ?? 'GET', url.pathname);
@@ -419,6 +463,11 @@ class Web implements WebServer {
       case 'node':
         reply = await nodeInfo(caller, ask);
         break;
+      case 'fleet': {
+        const fleet = await this.#fleet.nodes();
+        reply = { status: 200, body: { nodes: fleet.nodes.map((n) => ({ ...n })), error: fleet.error } };
+        break;
+      }
       case 'list':
         reply = await listUnikernels(path, url.searchParams, ask);
         break;

@@ -28,7 +28,7 @@ describeWithPostgres('fleet migrations', (pg) => {
   it('apply to an empty database in order, with the schema of the issue', async () => {
     const { pool } = await pg.schema({ migrated: false });
     const migrations = await shipped();
-    expect(migrations.map((m) => m.version)).toEqual([1, 2, 3, 4]);
+    expect(migrations.map((m) => m.version)).toEqual([1, 2, 3, 4, 5]);
     const outcome = await migrate(pool, migrations);
     expect(outcome).toMatchObject({ ok: true, value: { alreadyApplied: 0 } });
     if (outcome.ok)
@@ -37,6 +37,7 @@ describeWithPostgres('fleet migrations', (pg) => {
         'placements',
         'capacity',
         'revocations',
+        'web_origin',
       ]);
 
     const recorded = await pool.query('SELECT version, name FROM petrel_migrations ORDER BY version');
@@ -45,6 +46,7 @@ describeWithPostgres('fleet migrations', (pg) => {
       { version: 2, name: 'placements' },
       { version: 3, name: 'capacity' },
       { version: 4, name: 'revocations' },
+      { version: 5, name: 'web_origin' },
     ]);
     const caps = await pool.query(
       `SELECT data_type, column_default, is_nullable FROM information_schema.columns
@@ -73,6 +75,7 @@ describeWithPostgres('fleet migrations', (pg) => {
       'resources',
       'unikernels',
       'spread',
+      'web_origin',
     ]);
   });
 
@@ -81,11 +84,11 @@ describeWithPostgres('fleet migrations', (pg) => {
     const migrations = await shipped();
     const [a, b] = await Promise.all([migrate(pool, migrations), migrate(pool, migrations)]);
     const applied = [a, b].map((r) => (r.ok ? r.value.applied.length : -1)).sort();
-    expect(applied).toEqual([0, 4]);
+    expect(applied).toEqual([0, 5]);
     const before = await schema(pool);
     expect(await migrate(pool, migrations)).toMatchObject({
       ok: true,
-      value: { applied: [], alreadyApplied: 4 },
+      value: { applied: [], alreadyApplied: 5 },
     });
     expect(await schema(pool)).toEqual(before);
   });
