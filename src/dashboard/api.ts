@@ -1,5 +1,7 @@
-// The dashboard's calls to its own origin's API: the session cookie goes by itself, the CSRF
-// token given at sign-in goes as X-CSRF-Token on every change.
+// The dashboard's calls to the API: to its own origin with the session cookie (the CSRF token
+// given at sign-in as X-CSRF-Token on every change), and to the fleet's other nodes directly,
+// by CORS, with the token signed in with as a bearer token (held in this module's memory only,
+// never in storage: docs/web.md, every node on one page).
 
 export interface Reply<T = unknown> {
   readonly status: number;
@@ -10,7 +12,38 @@ export interface ApiError {
   readonly error: { readonly code: string; readonly message: string };
 }
 
+/** A node of the fleet a call goes to: `origin` null is the node serving the page. */
+export interface Target {
+  readonly id: string;
+  readonly origin: string | null;
+}
+
+const SAFE = new Set(['GET', 'HEAD']);
+
+export const HERE: Target = { id: '', origin: null };
+
 let csrf: string | null = null;
+/** The token of the sign-in, for the other nodes; gone with the page (a reload forgets it). */
+let bearer: string | null = null;
+
+export function setBearer(token: string | null): void {
+  bearer = token;
+}
+
+export function hasBearer(): boolean {
+  return bearer !== null;
+}
+
+/** The URL of `path` on `target`. */
+export function urlOf(target: Target, path: string): string {
+  return target.origin === null ? path : `${target.origin}${path}`;
+}
+
+/** What authenticates a call to `target`: the CSRF token here (a change), the bearer token there. */
+export function authHeaders(target: Target, method = 'GET'): Record<string, string> {
+  if (target.origin !== null) return bearer === null ? {} : { authorization: `Bearer ${bearer}` };
+  return !SAFE.has(method) && csrf !== null ? { 'x-csrf-token': csrf } : {};
+}
 
 export function setCsrf(token: string | null): void {
   csrf = token;
@@ -20,18 +53,28 @@ export function csrfToken(): string | null {
   return csrf;
 }
 
-const SAFE = new Set(['GET', 'HEAD']);
-
-export async function call<T = unknown>(method: string, path: string, body?: unknown): Promise<Reply<T>> {
-  const headers: Record<string, string> = {};
-  if (!SAFE.has(method) && csrf !== null) headers['x-csrf-token'] = csrf;
+export async function call<T = unknown>(
+  method: string,
+  path: string,
+  body?: unknown,
+  target: Target = HERE,
+): Promise<Reply<T>> {
+  const headers = authHeaders(target, method);
   if (body !== undefined) headers['content-type'] = 'application/json';
-  const response = await fetch(path, {
-    method,
-    headers,
-    credentials: 'same-origin',
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-  });
+  let response: Response;
+  try {
+    response = await fetch(urlOf(target, path), {
+      method,
+      headers,
+      // Another node gets the token, never this node's cookie.
+      credentials: target.origin === null ? 'same-origin' : 'omit',
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+    });
+  } catch (e) {
+    const where = target.origin ?? 'this node';
+    const message = `${where} cannot be reached (${(e as Error).message}): down, or not answering this page's CORS`;
+    return { status: 0, body: { error: { code: 'E_WEB_UNREACHABLE', message } } as T };
+  }
   const text = await response.text();
   let parsed: unknown = null;
   try {

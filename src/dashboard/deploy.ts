@@ -1,7 +1,7 @@
 // The dashboard's deploy form: the image streamed by XMLHttpRequest (upload progress) as the
 // raw body of PUT /api/v1/unikernels/{name}, the configuration as create's query parameters.
 
-import { csrfToken, enc } from './api.js';
+import { authHeaders, enc, HERE, type Target, urlOf } from './api.js';
 import { byId, clear, el } from './dom.js';
 import type { Block, Policy } from './types.js';
 
@@ -81,19 +81,23 @@ export function upload(
   return sendImage('PUT', url, data.get('image') as File, onProgress);
 }
 
-/** An image as the raw body of `method url`, with upload progress and the CSRF token. */
+/**
+ * An image as the raw body of `method url` on `target`, with upload progress and the CSRF token
+ * (this node) or the bearer token (another).
+ */
 export function sendImage(
   method: string,
   url: string,
   image: File,
   onProgress: (fraction: number) => void,
+  target: Target = HERE,
 ): Promise<{ status: number; body: string }> {
   return new Promise((resolve) => {
     const xhr = new XMLHttpRequest();
-    xhr.open(method, url);
+    xhr.open(method, urlOf(target, url));
     xhr.setRequestHeader('content-type', 'application/octet-stream');
-    const csrf = csrfToken();
-    if (csrf !== null) xhr.setRequestHeader('x-csrf-token', csrf);
+    for (const [header, value] of Object.entries(authHeaders(target, method)))
+      xhr.setRequestHeader(header, value);
     xhr.upload.addEventListener('progress', (e) => {
       if (e.lengthComputable) onProgress(e.loaded / e.total);
     });

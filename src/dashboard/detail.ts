@@ -1,8 +1,10 @@
 // One unikernel in the dashboard: its configuration, restart history, console (history, then
-// live, each line as text only: a guest is hostile) and plots of its last hour.
+// live, each line as text only: a guest is hostile) and plots of its last hour, all from the
+// node it runs on.
 
-import { call, enc, messageOf } from './api.js';
+import { call, enc, HERE, messageOf, type Target } from './api.js';
 import { byId, clear, el, mib } from './dom.js';
+import { type Events, openEvents } from './events.js';
 import { drawPlot, rates, type Series } from './plot.js';
 import type { Exit, Unikernel } from './types.js';
 
@@ -11,12 +13,18 @@ const MAX_LINES = 2000;
 /** Plots are fetched again each sample interval, between one and ten seconds. */
 const PLOT_MS = { least: 1000, most: 10_000 };
 
-let events: EventSource | null = null;
+let events: Events | null = null;
 let plotTimer: number | null = null;
 let shown: string | null = null;
+let shownOn: Target = HERE;
 
 export function shownName(): string | null {
   return shown;
+}
+
+/** The node of the unikernel shown. */
+export function shownTarget(): Target {
+  return shownOn;
 }
 
 export function hideDetail(): void {
@@ -28,13 +36,15 @@ export function hideDetail(): void {
   byId('detail').hidden = true;
 }
 
-/** Shows `u`; the console and plots start when it is newly shown, the rest is refreshed. */
-export function showDetail(u: Unikernel, exit: Exit | undefined): void {
-  const fresh = shown !== u.name;
+/** Shows `u` of `target`; the console and plots start when it is newly shown, the rest is refreshed. */
+export function showDetail(u: Unikernel, exit: Exit | undefined, target: Target = HERE): void {
+  const fresh = shown !== u.name || shownOn.id !== target.id;
   if (fresh) hideDetail();
   shown = u.name;
+  shownOn = target;
   byId('detail').hidden = false;
   byId('detail-name').textContent = u.name;
+  byId('detail-node').textContent = target.origin === null ? 'on this node' : `on node ${target.id}`;
   const config = byId('detail-config');
   clear(config);
   const rows: [string, string][] = [
@@ -59,8 +69,8 @@ export function showDetail(u: Unikernel, exit: Exit | undefined): void {
       ? 'No exit recorded since petreld started.'
       : `Last exit: ${exit.exit}${exit.limit === null ? '' : ` (${exit.limit})`} at ${new Date(exit.at).toLocaleString()}; ${exit.restarts} restart(s) on failure in the current window.`;
   if (fresh) {
-    follow(u.name);
-    void plots(u.name);
+    follow(u.name, target);
+    void plots(u.name, target);
   }
 }
 
@@ -68,18 +78,13 @@ export function showDetail(u: Unikernel, exit: Exit | undefined): void {
  * The console of `name`: its history, then live. When petreld ends the stream (or it breaks), it
  * is taken up again two seconds later from the last line's time, lines already shown skipped.
  */
-function follow(name: string, since: string | null = null): void {
+function follow(name: string, target: Target, since: string | null = null): void {
   const view = byId('console');
   if (since === null) clear(view);
   let last = since;
   const select = since === null ? 'count=200' : `since=${encodeURIComponent(since)}`;
-  const source = new EventSource(`/api/v1/unikernels/${enc(name)}/console?${select}`);
-  events = source;
-  source.addEventListener('line', (event) => {
-    const { timestamp, line } = JSON.parse((event as MessageEvent<string>).data) as {
-      timestamp: string;
-      line: string;
-    };
+  const line = (data: string) => {
+    const { timestamp, line } = JSON.parse(data) as { timestamp: string; line: string };
     if (last !== null && timestamp <= last) return;
     last = timestamp;
     const atBottom = view.scrollTop + view.clientHeight >= view.scrollHeight - 4;
@@ -94,27 +99,44 @@ function follow(name: string, since: string | null = null): void {
     );
     while (view.childElementCount > MAX_LINES) view.firstElementChild?.remove();
     if (atBottom) view.scrollTop = view.scrollHeight;
-  });
-  const again = () => {
-    source.close();
-    window.setTimeout(() => {
-      if (shown === name && events === source) follow(name, last ?? new Date().toISOString());
-    }, 2000);
   };
-  source.addEventListener('end', again);
-  // EventSource would reconnect by itself, with the whole history again: this takes it up instead.
-  source.addEventListener('error', again);
+  const source = openEvents(target, `/api/v1/unikernels/${enc(name)}/console?${select}`, {
+    event(kind, data) {
+      if (kind === 'line') line(data);
+      else if (kind === 'error') byId('app-error').textContent = errorText(data);
+    },
+    ended() {
+      window.setTimeout(() => {
+        if (shown === name && shownOn.id === target.id && events === source)
+          follow(name, target, last ?? new Date().toISOString());
+      }, 2000);
+    },
+  });
+  events = source;
 }
 
-async function plots(name: string): Promise<void> {
+/** The message of an error reply's text. */
+function errorText(text: string): string {
+  try {
+    const error = (JSON.parse(text) as { error?: { code: string; message: string } }).error;
+    if (error !== undefined) return `${error.message} (${error.code})`;
+  } catch {
+    // Not JSON: shown as it is.
+  }
+  return text.slice(0, 200);
+}
+
+async function plots(name: string, target: Target): Promise<void> {
   const reply = await call<{ interval: number; samples: number[][] }>(
     'GET',
     `/api/v1/unikernels/${enc(name)}/samples`,
+    undefined,
+    target,
   );
-  if (shown !== name) return;
+  if (shown !== name || shownOn.id !== target.id) return;
   const next = reply.status === 200 ? reply.body.interval * 1000 : PLOT_MS.most;
   plotTimer = window.setTimeout(
-    () => void plots(name),
+    () => void plots(name, target),
     Math.min(PLOT_MS.most, Math.max(PLOT_MS.least, next)),
   );
   if (reply.status !== 200) {

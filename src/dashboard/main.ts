@@ -1,15 +1,27 @@
 // The Petrel dashboard (issue 24): sign in with a token, then every unikernel the token's
-// delegation may see on this node, its detail, the delegation's policies as bars, a deploy form.
+// delegation may see on this node and on every other node of the fleet (each node's own API,
+// the same token), grouped by node, its detail, the delegation's policies as bars, a deploy form.
 
-import { call, messageOf, setCsrf } from './api.js';
+import { call, HERE, hasBearer, messageOf, type Reply, setBearer, setCsrf, type Target } from './api.js';
 import { fillDeployChoices, sendImage, upload } from './deploy.js';
-import { hideDetail, showDetail, shownName } from './detail.js';
+import { hideDetail, showDetail, shownName, shownTarget } from './detail.js';
 import { byId, clear, el } from './dom.js';
-import type { Block, Exit, Policy, Session, Unikernel } from './types.js';
+import type { Block, Exit, FleetNode, Policy, Session, Unikernel } from './types.js';
 
 const REFRESH_MS = 10_000;
+
+/** One node's part of the page: what runs there under the delegation, or why it is not known. */
+interface Group {
+  readonly node: FleetNode;
+  readonly target: Target;
+  readonly unikernels: readonly Unikernel[];
+  readonly exits: ReadonlyMap<string, Exit>;
+  readonly error: string | null;
+}
+
+/** This node's unikernels (the deploy form's result is looked up here). */
 let unikernels: Unikernel[] = [];
-let exits = new Map<string, Exit>();
+let groups: Group[] = [];
 let refreshTimer: number | null = null;
 
 function showSignIn(message = ''): void {
@@ -17,6 +29,7 @@ function showSignIn(message = ''): void {
   refreshTimer = null;
   hideDetail();
   setCsrf(null);
+  setBearer(null);
   byId('app').hidden = true;
   byId('sign-out').hidden = true;
   byId('who').textContent = '';
@@ -35,8 +48,8 @@ function showApp(session: Session): void {
   refreshTimer = window.setInterval(() => void refresh(), REFRESH_MS);
 }
 
-/** Every page of the listing. */
-async function listAll(): Promise<Unikernel[] | null> {
+/** Every page of the listing on `target`; a Reply when the token or session was refused (it says why). */
+async function listAll(target: Target = HERE): Promise<Unikernel[] | Reply> {
   const all: Unikernel[] = [];
   let after: string | null = null;
   for (;;) {
@@ -44,8 +57,10 @@ async function listAll(): Promise<Unikernel[] | null> {
     const reply = await call<{ items: Unikernel[]; next: string | null }>(
       'GET',
       `/api/v1/unikernels${query}`,
+      undefined,
+      target,
     );
-    if (reply.status === 401) return null;
+    if (reply.status === 401) return reply;
     if (reply.status !== 200) throw new Error(messageOf(reply));
     all.push(...reply.body.items);
     if (reply.body.next === null) return all;
@@ -53,18 +68,50 @@ async function listAll(): Promise<Unikernel[] | null> {
   }
 }
 
+const exitsOf = (reply: Reply<{ items: Exit[] }>): Map<string, Exit> =>
+  new Map(reply.status === 200 ? reply.body.items.map((e) => [e.name, e]) : []);
+
+/**
+ * Another node's part: its own API, with the token (it verifies it itself: a node that refuses
+ * it is shown with its answer, not left out).
+ */
+async function remoteGroup(node: FleetNode): Promise<Group> {
+  const target: Target = { id: node.id, origin: node.origin };
+  const none = (error: string): Group => ({ node, target, unikernels: [], exits: new Map(), error });
+  if (node.origin === null) return none('No web API there (webListen is not set on that node).');
+  if (!hasBearer()) return none('The page was reloaded: sign in again with the token to see this node.');
+  try {
+    const [list, exitReply] = await Promise.all([
+      listAll(target),
+      call<{ items: Exit[] }>('GET', '/api/v1/exits', undefined, target),
+    ]);
+    if (!Array.isArray(list)) return none(messageOf(list));
+    return { node, target, unikernels: list, exits: exitsOf(exitReply), error: null };
+  } catch (e) {
+    return none((e as Error).message);
+  }
+}
+
 export async function refresh(): Promise<void> {
   try {
-    const [policies, list, exitReply, blocks] = await Promise.all([
+    const [policies, list, exitReply, blocks, fleet] = await Promise.all([
       call<{ items: Policy[] }>('GET', '/api/v1/policies'),
       listAll(),
       call<{ items: Exit[] }>('GET', '/api/v1/exits'),
       call<{ items: Block[] }>('GET', '/api/v1/blocks'),
+      call<{ nodes: FleetNode[]; error: { message: string } | null }>('GET', '/api/v1/fleet'),
     ]);
-    if (policies.status === 401 || list === null) return showSignIn('The session has ended: sign in again.');
+    if (policies.status === 401 || !Array.isArray(list))
+      return showSignIn('The session has ended: sign in again.');
     if (policies.status !== 200) throw new Error(messageOf(policies));
     unikernels = list;
-    exits = new Map(exitReply.status === 200 ? exitReply.body.items.map((e) => [e.name, e]) : []);
+    const nodes = fleet.status === 200 ? fleet.body.nodes : [];
+    const self = nodes.find((n) => n.self) ?? { id: location.host, origin: null, self: true, lastSeen: null };
+    const others = await Promise.all(nodes.filter((n) => !n.self).map(remoteGroup));
+    groups = [
+      { node: self, target: HERE, unikernels: list, exits: exitsOf(exitReply), error: null },
+      ...others,
+    ];
     const blockList = blocks.status === 200 ? blocks.body.items : [];
     renderPolicies(policies.body.items);
     renderList();
@@ -73,10 +120,14 @@ export async function refresh(): Promise<void> {
       blockList,
     );
     const selected = shownName();
-    const still = unikernels.find((u) => u.name === selected);
-    if (still !== undefined) showDetail(still, exits.get(still.name));
+    const on = shownTarget();
+    const group = groups.find((g) => g.target.id === on.id);
+    const still = group?.unikernels.find((u) => u.name === selected);
+    if (group !== undefined && still !== undefined)
+      showDetail(still, group.exits.get(still.name), group.target);
     else if (selected !== null) hideDetail();
-    byId('app-error').textContent = '';
+    byId('app-error').textContent =
+      fleet.status === 200 && fleet.body.error !== null ? `Fleet registry: ${fleet.body.error.message}` : '';
   } catch (e) {
     byId('app-error').textContent = (e as Error).message;
   }
@@ -130,13 +181,19 @@ function renderPolicies(policies: readonly Policy[]): void {
 
 function renderList(): void {
   const box = byId('node-list');
+  box.replaceChildren(...groups.map(renderGroup));
+}
+
+function renderGroup(group: Group): HTMLElement {
   const selected = shownName();
+  const on = shownTarget();
   const rows = document.createDocumentFragment();
-  for (const u of unikernels) {
-    const exit = exits.get(u.name);
+  for (const u of group.unikernels) {
+    const exit = group.exits.get(u.name);
+    const chosen = u.name === selected && on.id === group.target.id;
     const row = el(
       'tr',
-      { class: u.name === selected ? 'unikernel selected' : 'unikernel', 'data-name': u.name },
+      { class: chosen ? 'unikernel selected' : 'unikernel', 'data-name': u.name },
       el('td', {}, u.name),
       el('td', {}, u.state),
       el('td', {}, `${u.memory} MiB`),
@@ -144,20 +201,28 @@ function renderList(): void {
       el('td', {}, exit === undefined ? '—' : `${exit.exit}, ${exit.restarts} restart(s)`),
     );
     row.addEventListener('click', () => {
-      showDetail(u, exits.get(u.name));
+      showDetail(u, group.exits.get(u.name), group.target);
       renderList();
     });
     rows.append(row);
   }
   const head = el('tr', {}, ...['Name', 'State', 'Memory', 'CPUs', 'Last exit'].map((h) => el('th', {}, h)));
   const table = el('table', {}, el('thead', {}, head), el('tbody', {}, rows));
-  const node = el(
+  const title = group.node.self
+    ? `Node ${group.node.id} (this one)`
+    : `Node ${group.node.id}${group.node.origin === null ? '' : ` — ${group.node.origin}`}`;
+  const body =
+    group.error !== null
+      ? el('p', { class: 'error node-error' }, group.error)
+      : group.unikernels.length === 0
+        ? el('p', {}, 'Nothing runs here under this delegation.')
+        : table;
+  return el(
     'div',
-    { class: 'node', 'data-node': location.host },
-    el('h3', {}, `Node ${location.host} — ${unikernels.length} running`),
-    unikernels.length === 0 ? el('p', {}, 'Nothing runs here under this delegation.') : table,
+    { class: 'node', 'data-node': group.node.id },
+    el('h3', {}, group.error === null ? `${title} — ${group.unikernels.length} running` : title),
+    body,
   );
-  box.replaceChildren(node);
 }
 
 async function signIn(event: SubmitEvent): Promise<void> {
@@ -169,6 +234,8 @@ async function signIn(event: SubmitEvent): Promise<void> {
     byId('sign-in-error').textContent = messageOf(reply);
     return;
   }
+  // Kept in memory for the fleet's other nodes (api.ts): a reload forgets it.
+  setBearer(field.value.trim());
   field.value = '';
   showApp(reply.body);
 }
@@ -197,7 +264,7 @@ async function deploy(event: SubmitEvent): Promise<void> {
     await refresh();
     const made = unikernels.find((u) => u.name === name);
     if (made !== undefined) {
-      showDetail(made, exits.get(name));
+      showDetail(made, groups[0]?.exits.get(name), HERE);
       renderList();
     }
   } else {
@@ -225,9 +292,15 @@ async function replace(event: SubmitEvent): Promise<void> {
   progress.value = 0;
   result.textContent = 'Uploading, then checking…';
   const url = `/api/v1/unikernels/${encodeURIComponent(name)}/replace?${query.toString()}`;
-  const reply = await sendImage('POST', url, data.get('image') as File, (f) => {
-    progress.value = f;
-  });
+  const reply = await sendImage(
+    'POST',
+    url,
+    data.get('image') as File,
+    (f) => {
+      progress.value = f;
+    },
+    shownTarget(),
+  );
   let parsed: unknown = null;
   try {
     parsed = JSON.parse(reply.body);
@@ -256,7 +329,12 @@ function armed(button: HTMLButtonElement, label: string): boolean {
 async function change(method: string, suffix: string): Promise<void> {
   const name = shownName();
   if (name === null) return;
-  const reply = await call(method, `/api/v1/unikernels/${encodeURIComponent(name)}${suffix}`);
+  const reply = await call(
+    method,
+    `/api/v1/unikernels/${encodeURIComponent(name)}${suffix}`,
+    undefined,
+    shownTarget(),
+  );
   byId('app-error').textContent = reply.status === 200 ? '' : messageOf(reply);
   await refresh();
 }
@@ -270,6 +348,7 @@ async function boot(): Promise<void> {
     showSignIn();
   });
   byId('restart').addEventListener('click', () => void change('POST', '/restart'));
+  byId('refresh').addEventListener('click', () => void refresh());
   const destroy = byId<HTMLButtonElement>('destroy');
   destroy.addEventListener('click', () => {
     if (armed(destroy, 'Click again to destroy')) {

@@ -55,3 +55,11 @@ export interface Session {
   readonly delegation: string;
   readonly token: { readonly name: string; readonly expires: string };
 }
+
+/** A node of the fleet (GET /api/v1/fleet). */
+export interface FleetNode {
+  readonly id: string;
+  readonly origin: string | null;
+  readonly self: boolean;
+  readonly lastSeen: string | null;
+}

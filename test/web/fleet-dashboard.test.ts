@@ -1,0 +1,152 @@
+// The dashboard's fleet view in a REAL headless Chromium (test/web/browser.ts) against two REAL
+// petrelds with their web APIs on loopback, one PKI (so one token works on both) and one REAL
+// PostgreSQL registry (test/fleet/pg.ts): signed in on node A, the page shows the unikernels of
+// A and B grouped by node, follows B's console live and destroys B's unikernel by B's own API;
+// B answers CORS for the fleet's origins only; B refusing the token (revoked in its local
+// deny-list alone) shows B's error while A's unikernels stay. The fake-kvm TEST DOUBLE stands in
+// for KVM where it is missing.
+
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
+import type { Browser, Page } from 'playwright-core';
+import { expect, it } from 'vitest';
+import { caCommand } from '../../src/cli/commands/ca.js';
+import { canaryImage, guestMode } from '../engine/guest.js';
+import { describeWithPostgres } from '../fleet/pg.js';
+import { eventually, mintToken, type Petreld, startPetreld, webRequest } from '../tls/petreld.js';
+import { chromiumMissing, launchChromium, playwrightVersion, signIn } from './browser.js';
+import { checkResponse } from './openapi.js';
+
+const missing = chromiumMissing();
+if (missing !== null) {
+  if (process.env.CI === 'true') throw new Error(missing);
+  console.warn(`fleet dashboard browser test skipped: ${missing}`);
+}
+
+/** `petrel ca ARGS...` in this process. */
+async function ca(...args: string[]): Promise<number> {
+  return caCommand.run(args, {
+    stdout: () => {},
+    stderr: () => {},
+    readFile: async () => new Uint8Array(),
+    writeFile: async () => {},
+  });
+}
+
+const originOf = (p: Petreld) => `https://127.0.0.1:${p.webPort}`;
+
+describeWithPostgres('the fleet view of the dashboard', (pg) => {
+  it.skipIf(missing !== null)(
+    'shows every node on one page, acting on each node by its own API, CORS for the fleet only',
+    async () => {
+      const db = await pg.schema();
+      const flags = (id: string) => ({ fleetDb: db.url, nodeId: id });
+      const a = await startPetreld({ alice: ['--vms', '2', '--mem', '64'] }, flags('node-a'), { web: true });
+      let b: Petreld | undefined;
+      let browser: Browser | undefined;
+      try {
+        b = await startPetreld({}, flags('node-b'), { web: true, ca: a.ca });
+        const nodeB = b;
+        const token = await mintToken(a, 'alice', 'fleet');
+        const auth = { authorization: `Bearer ${token}` };
+        const image = await readFile(canaryImage);
+        const create = (p: Petreld, name: string) =>
+          webRequest(p, 'PUT', `/api/v1/unikernels/${name}?mem=16&arg=count&arg=300`, auth, image);
+        expect((await create(a, 'a1')).status).toBe(201);
+        expect((await create(b, 'b1')).status).toBe(201);
+
+        // The fleet as A lists it: A first, then B, each with its web origin.
+        const fleet = await webRequest(a, 'GET', '/api/v1/fleet', auth);
+        const listed = JSON.parse(fleet.text);
+        checkResponse('GET', '/api/v1/fleet', fleet.status, listed);
+        expect(
+          listed.nodes.map((n: { id: string; origin: string; self: boolean }) => [n.id, n.origin, n.self]),
+        ).toEqual([
+          ['node-a', originOf(a), true],
+          ['node-b', originOf(b), false],
+        ]);
+        // A's page may connect to B (and nothing else besides itself).
+        const page = await webRequest(a, 'GET', '/');
+        const connect = /connect-src ([^;]*);/.exec(String(page.headers['content-security-policy']));
+        expect(connect?.[1]?.split(' ').sort()).toEqual(["'self'", originOf(a), originOf(b)].sort());
+
+        // B's CORS: A's origin is echoed, without credentials; an origin outside the fleet gets nothing.
+        const preflight = (origin: string) =>
+          webRequest(nodeB, 'OPTIONS', '/api/v1/unikernels/b1', {
+            origin,
+            'access-control-request-method': 'DELETE',
+            'access-control-request-headers': 'authorization',
+          });
+        const known = await preflight(originOf(a));
+        expect(known.status).toBe(204);
+        expect(known.headers['access-control-allow-origin']).toBe(originOf(a));
+        expect(known.headers['access-control-allow-headers']).toBe(
+          'Authorization, Content-Type, X-CSRF-Token',
+        );
+        expect(known.headers['access-control-allow-credentials']).toBeUndefined();
+        const stranger = await preflight('https://evil.example');
+        expect(stranger.headers['access-control-allow-origin']).toBeUndefined();
+        expect(stranger.headers['access-control-allow-methods']).toBeUndefined();
+        const strangerGet = await webRequest(nodeB, 'GET', '/api/v1/unikernels', {
+          ...auth,
+          origin: 'https://127.0.0.1:1',
+        });
+        expect(strangerGet.headers['access-control-allow-origin']).toBeUndefined();
+
+        browser = await launchChromium(await readFile(path.join(a.ca, 'web.pem')));
+        console.log(
+          `chromium ${browser.version()}, playwright-core ${playwrightVersion()}, guests ${guestMode}`,
+        );
+        const tab: Page = await (
+          await browser.newContext({ viewport: { width: 1280, height: 1000 } })
+        ).newPage();
+        await signIn(tab, originOf(a), token);
+        const groupA = tab.locator('#node-list [data-node=node-a]');
+        const groupB = tab.locator('#node-list [data-node=node-b]');
+        await groupA.locator('tr[data-name=a1]').waitFor({ timeout: 15_000 });
+        await groupB.locator('tr[data-name=b1]').waitFor({ timeout: 15_000 });
+        expect(await groupA.locator('tr[data-name=b1]').count()).toBe(0);
+        expect(await groupB.locator('tr[data-name=a1]').count()).toBe(0);
+        // The token is in the page's memory only.
+        expect(await tab.evaluate('localStorage.length + sessionStorage.length')).toBe(0);
+
+        // B's console, live, from A's page: a line numbered above every one shown when the first came.
+        await groupB.locator('tr[data-name=b1]').click();
+        await tab.locator('#detail-node').getByText('on node node-b').waitFor();
+        await tab.locator('#console .line').first().waitFor({ timeout: 15_000 });
+        const numbers = async () =>
+          (await tab.locator('#console .line').allTextContents()).map((t) =>
+            Number(/count (\d+)/.exec(t)?.[1] ?? 0),
+          );
+        const first = Math.max(...(await numbers()));
+        await eventually(
+          'a newer console line of b1',
+          async () => Math.max(...(await numbers())) > first + 1,
+        );
+
+        // Destroyed on B, by B's API, from A's page.
+        await tab.locator('#destroy').click();
+        await tab.locator('#destroy').click();
+        await eventually(
+          'b1 destroyed on B',
+          async () => ![...nodeB.daemon.engine.running].includes('alice:b1'),
+        );
+        await groupB.locator('tr[data-name=b1]').waitFor({ state: 'detached' });
+        expect([...a.daemon.engine.running].includes('alice:a1')).toBe(true);
+        const audits = nodeB.logs.filter((l) => l.event === 'web.audit' && l.action === 'destroy');
+        expect(audits.map((l) => [l.token, l.unikernel, l.status])).toEqual([['fleet', 'alice:b1', 200]]);
+
+        // B alone refuses the token now: its group says why, A's unikernels still show.
+        expect(await ca('revoke', token, '--state-dir', nodeB.stateDir)).toBe(0);
+        await tab.locator('#refresh').click();
+        await groupB.locator('.node-error').getByText('E_TOKEN_REVOKED').waitFor({ timeout: 15_000 });
+        expect(await groupA.locator('tr[data-name=a1]').count()).toBe(1);
+      } finally {
+        await browser?.close();
+        await b?.stop();
+        await a.stop();
+      }
+    },
+    90_000,
+  );
+});
