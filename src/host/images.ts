@@ -2,10 +2,10 @@
 // one read-only file per distinct inflated image, which tenders run (through a per-unikernel
 // link in the run directory). An image arrives as a stream, is inflated, hashed and written to
 // a temporary file that is fsynced (staging, outside any transaction), and enters the store by
-// a rename and a directory fsync (inside the transaction, before any state refers to it).
+// a link and a directory fsync (inside the transaction, before any state refers to it).
 
 import { createHash } from 'node:crypto';
-import { chmod, constants, type FileHandle, lstat, open, rename, rm, symlink } from 'node:fs/promises';
+import { chmod, constants, type FileHandle, link, lstat, open, rename, rm, symlink } from 'node:fs/promises';
 import path from 'node:path';
 import { err, ok, type PetrelError, type Result } from '../resources/errors.js';
 import type { Name } from '../resources/name.js';
@@ -223,19 +223,33 @@ export async function discardStaged(staged: StagedImage): Promise<void> {
 }
 
 /**
- * Moves a staged image into the store, durably (rename, directory fsync). An image already
- * there is replaced by the new copy of the same bytes: a running tender keeps the file it
- * opened, and a damaged stored copy is repaired.
+ * Moves a staged image into the store, durably (link, directory fsync). An image already there
+ * stays: its file may be open in a jail being made (petrel-jail opens each file, then binds it
+ * from that descriptor, and the kernel refuses to bind a file no longer linked: ENOENT), and a
+ * new copy renamed over it would unlink it; the staged copy of the same bytes goes instead. A
+ * stored copy that is no regular file of the image's size (damaged) is replaced.
  */
 export async function commitImage(stateDir: string, staged: StagedImage): Promise<Result<string, FileError>> {
   const target = storedImagePath(stateDir, staged.digest);
   try {
     const fault = writeFault('store', target);
     if (fault !== null) throw fault;
-    await rename(staged.file, target);
+    // link(2) is "create if absent" in one step: of two creates of one image, one links it.
+    const linked = await link(staged.file, target).then(
+      () => true,
+      (cause: NodeJS.ErrnoException) => {
+        if (cause.code !== 'EEXIST') throw cause;
+        return false;
+      },
+    );
+    if (!linked) {
+      const there = await lstat(target).catch(() => null);
+      if (there === null || !there.isFile() || there.size !== staged.size) await rename(staged.file, target);
+    }
+    await unlinkIfPresent(staged.file);
     await fsyncDir(path.dirname(target));
   } catch (cause) {
-    return { ok: false, error: ioError('rename', target, cause) };
+    return { ok: false, error: ioError('link', target, cause) };
   }
   return ok(target);
 }

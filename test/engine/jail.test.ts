@@ -85,6 +85,25 @@ describe.skipIf(process.env.PETREL_TEST_JAIL === '0')('a jailed tender', () => {
     expect(claimHolder(DEFAULT_CLAIMS_DIR, netId)).toBeNull();
   });
 
+  it('binds the one stored file of an image into every jail: a later create of it leaves that file linked', async () => {
+    // petrel-jail opens each file, then binds it from that descriptor, and the kernel refuses to
+    // bind a file no longer linked (ENOENT): a create that renamed its new copy of the image over
+    // the stored one failed (exit 125) any jail of that image then between its open and its bind.
+    const t = await makeEngine();
+    engines.push(t);
+    const config = await canaryConfig(canaryImage, ['wait', 'i']);
+    for (const vm of [':one', ':two']) {
+      expect(replyText(await t.run(vm, createCommand(config)))).toBe('created unikernel');
+      await waitForLine(t.hub, vm, 'petrel-canary i');
+    }
+    const [digest] = readdirSync(`${t.stateDir}/images`);
+    const stored = statSync(`${t.stateDir}/images/${digest}`);
+    for (const vm of [':one', ':two']) {
+      const pid = t.engine.pidOf(name(vm)) as number;
+      expect(statSync(`/proc/${pid}/root${t.runDir}/${vm}.img`).ino, vm).toBe(stored.ino);
+    }
+  });
+
   it('is adopted with its id; a block file a crash left with a jail id goes back to root', async () => {
     const t = await makeEngine();
     engines.push(t);

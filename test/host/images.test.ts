@@ -1,7 +1,7 @@
 // The content-addressed image store: staging (inflate, digest, fsync), one file per image,
 // removal, the digest check on reading, start-up cleaning, and the per-unikernel link.
 import { createHash } from 'node:crypto';
-import { chmod, lstat, mkdir, readdir, readFile, readlink, writeFile } from 'node:fs/promises';
+import { chmod, lstat, mkdir, open, readdir, readFile, readlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { deflateSync } from 'node:zlib';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -111,6 +111,31 @@ describe('the store', () => {
     value(await removeImage(dir, sha256(image)));
     expect(await readdir(imagesDir(dir))).toEqual([]);
     value(await removeImage(dir, sha256(image)));
+  });
+
+  it('storing an image again keeps the stored file: a jail being made may have it open', async () => {
+    // petrel-jail opens the image, then binds it from that descriptor; the kernel refuses to
+    // bind a file no longer linked (ENOENT), so a new copy renamed over it failed that jail.
+    value(await commitImage(dir, value(await stageImage(dir, [image], RAW))));
+    const file = storedImagePath(dir, sha256(image));
+    const opened = await open(file, 'r');
+    try {
+      value(await commitImage(dir, value(await stageImage(dir, [image], RAW))));
+      const held = await opened.stat();
+      expect(held.nlink).toBe(1);
+      expect((await lstat(file)).ino).toBe(held.ino);
+    } finally {
+      await opened.close();
+    }
+    expect(await readdir(imagesDir(dir))).toEqual([sha256(image)]);
+  });
+
+  it('a stored copy of another size (damaged) is replaced by the new one', async () => {
+    const file = storedImagePath(dir, sha256(image));
+    await writeFile(file, 'truncated');
+    value(await commitImage(dir, value(await stageImage(dir, [image], RAW))));
+    expect(await readFile(file)).toEqual(image);
+    expect(await readdir(imagesDir(dir))).toEqual([sha256(image)]);
   });
 
   it('reading an image checks its size; verifying it checks its digest', async () => {
