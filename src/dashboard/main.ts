@@ -78,7 +78,8 @@ const exitsOf = (reply: Reply<{ items: Exit[] }>): Map<string, Exit> =>
 async function remoteGroup(node: FleetNode): Promise<Group> {
   const target: Target = { id: node.id, origin: node.origin };
   const none = (error: string): Group => ({ node, target, unikernels: [], exits: new Map(), error });
-  if (node.origin === null) return none('No web API there (webListen is not set on that node).');
+  if (node.origin === null)
+    return none('No web API reported: webListen is not set there, or the node has stopped.');
   if (!hasBearer()) return none('The page was reloaded: sign in again with the token to see this node.');
   try {
     const [list, exitReply] = await Promise.all([

@@ -35,12 +35,23 @@ async function ca(...args: string[]): Promise<number> {
 
 const originOf = (p: Petreld) => `https://127.0.0.1:${p.webPort}`;
 
+/** Pixels of the plots' first colour on a canvas (page code as text: the tests have no DOM types). */
+const seriesPixels = (page: Page, id: string): Promise<number> =>
+  page.evaluate(`(() => {
+    const canvas = document.getElementById(${JSON.stringify(id)});
+    const data = canvas.getContext('2d').getImageData(0, 0, canvas.width, canvas.height).data;
+    let n = 0;
+    for (let i = 0; i < data.length; i += 4)
+      if (Math.abs(data[i] - 44) < 8 && Math.abs(data[i + 1] - 127) < 8 && Math.abs(data[i + 2] - 184) < 8) n++;
+    return n;
+  })()`);
+
 describeWithPostgres('the fleet view of the dashboard', (pg) => {
   it.skipIf(missing !== null)(
     'shows every node on one page, acting on each node by its own API, CORS for the fleet only',
     async () => {
       const db = await pg.schema();
-      const flags = (id: string) => ({ fleetDb: db.url, nodeId: id });
+      const flags = (id: string) => ({ fleetDb: db.url, nodeId: id, statsInterval: '250ms' });
       const a = await startPetreld({ alice: ['--vms', '2', '--mem', '64'] }, flags('node-a'), { web: true });
       let b: Petreld | undefined;
       let browser: Browser | undefined;
@@ -122,6 +133,11 @@ describeWithPostgres('the fleet view of the dashboard', (pg) => {
         await eventually(
           'a newer console line of b1',
           async () => Math.max(...(await numbers())) > first + 1,
+        );
+        // Its plot, from B's samples: pixels of the series' colour (#2c7fb8) on the canvas.
+        await eventually(
+          'the memory plot of b1 drawn',
+          async () => (await seriesPixels(tab, 'plot-memory')) > 20,
         );
 
         // Destroyed on B, by B's API, from A's page.
