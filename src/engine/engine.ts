@@ -887,6 +887,16 @@ export class Engine {
     supervised.released(exit);
   }
 
+  /** The last line petrel-jail wrote on the unikernel's console (why its jail failed), if any. */
+  #jailFailure(name: VmName): string | null {
+    const lines = this.#hub.ring(name)?.last(8) ?? [];
+    for (let i = lines.length - 1; i >= 0; i--) {
+      const text = Buffer.from((lines[i] as (typeof lines)[number]).line).toString('utf8');
+      if (text.startsWith('petrel-jail: ')) return text.slice(0, 512);
+    }
+    return null;
+  }
+
   /** A tender exited on its own: release it, then restart it or let it go (§5.7, Petrel (d)). */
   async #exited(supervised: Supervised, exit: TenderExit, at: number): Promise<void> {
     const { vm } = supervised;
@@ -895,11 +905,14 @@ export class Engine {
     // A limit of its jail that ended it is named in every line about this exit.
     const limit = vm.jail === null ? null : await this.#host.jailLimitHit(vm.jail, exit);
     await this.#release(supervised, exit);
+    // petrel-jail's reason is a line on the console: in petreld's log too, so it is never lost.
+    const jailError = vm.jail !== null && exit.code === 125 ? this.#jailFailure(vm.name) : null;
     const fields = {
       name: printName(vm.name),
       tenderPid: vm.tender.pid,
       exit: describeExit(exit),
       ...(limit === null ? {} : { limit }),
+      ...(jailError === null ? {} : { jailError }),
     };
     const record: ExitRecord = { exit: fields.exit, limit, at };
     // A replacement being checked fails at once when its new unikernel exits (Petrel (m)).

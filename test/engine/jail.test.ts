@@ -4,6 +4,7 @@
 
 import { execFileSync } from 'node:child_process';
 import { chownSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import pino from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import { discoverCgroups } from '../../src/host/jail.js';
 import { claimHolder, DEFAULT_CLAIMS_DIR } from '../../src/host/jail-claims.js';
@@ -102,6 +103,21 @@ describe.skipIf(process.env.PETREL_TEST_JAIL === '0')('a jailed tender', () => {
       const pid = t.engine.pidOf(name(vm)) as number;
       expect(statSync(`/proc/${pid}/root${t.runDir}/${vm}.img`).ino, vm).toBe(stored.ino);
     }
+  });
+
+  it('names what petrel-jail said in the log line of a jail that could not be made (exit 125)', async () => {
+    const logged: { msg?: string; limit?: string; jailError?: string }[] = [];
+    const log = pino({ level: 'info' }, { write: (line: string) => void logged.push(JSON.parse(line)) });
+    const t = await makeEngine({ log });
+    engines.push(t);
+    // A CPU this host does not have: the jail cannot pin its tender there (a real set-up failure).
+    const config = await canaryConfig(canaryImage, ['wait', 'x'], { cpuids: [4095] });
+    expect(replyText(await t.run(':nocpu', createCommand(config)))).toBe('created unikernel');
+    await until(() => logged.some((l) => l.msg === 'unikernel exited'));
+    const exited = logged.find((l) => l.msg === 'unikernel exited');
+    expect(exited?.limit).toBe('jail set-up (its console says why)');
+    // The cpuset cgroup refuses the CPU first (ERANGE); without one, the affinity call (EINVAL).
+    expect(exited?.jailError).toMatch(/^petrel-jail: (write \S+\/cpuset\.cpus|sched_setaffinity 4095): \S/u);
   });
 
   it('is adopted with its id; a block file a crash left with a jail id goes back to root', async () => {
