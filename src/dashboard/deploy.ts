@@ -71,14 +71,27 @@ export function deployQuery(form: HTMLFormElement): URLSearchParams {
   return query;
 }
 
-/** Sends the form's image as a create; resolves with the status and the reply's text. */
+/** Sends the form's image as a create on `target`; resolves with the status and the reply's text. */
 export function upload(
   form: HTMLFormElement,
   onProgress: (fraction: number) => void,
+  target: Target = HERE,
 ): Promise<{ status: number; body: string }> {
   const data = new FormData(form);
   const url = `/api/v1/unikernels/${enc(String(data.get('name')))}?${deployQuery(form).toString()}`;
-  return sendImage('PUT', url, data.get('image') as File, onProgress);
+  return sendImage('PUT', url, data.get('image') as File, onProgress, target);
+}
+
+/** The nodes a deploy can go to (those that answered), keeping the one chosen. */
+export function fillDeployNodes(nodes: readonly { readonly id: string; readonly label: string }[]): void {
+  const select = byId<HTMLSelectElement>('deploy-node');
+  const current = select.value;
+  const wanted = nodes.map((n) => n.id).join(',');
+  if (select.dataset.nodes !== wanted) {
+    select.dataset.nodes = wanted;
+    select.replaceChildren(...nodes.map((n) => el('option', { value: n.id }, n.label)));
+    if (nodes.some((n) => n.id === current)) select.value = current;
+  }
 }
 
 /**

@@ -3,7 +3,7 @@
 // the same token), grouped by node, its detail, the delegation's policies as bars, a deploy form.
 
 import { call, HERE, hasBearer, messageOf, type Reply, setBearer, setCsrf, type Target } from './api.js';
-import { fillDeployChoices, sendImage, upload } from './deploy.js';
+import { fillDeployChoices, fillDeployNodes, sendImage, upload } from './deploy.js';
 import { hideDetail, showDetail, shownName, shownTarget } from './detail.js';
 import { byId, clear, el } from './dom.js';
 import type { Block, Exit, FleetNode, Policy, Session, Unikernel } from './types.js';
@@ -16,12 +16,13 @@ interface Group {
   readonly target: Target;
   readonly unikernels: readonly Unikernel[];
   readonly exits: ReadonlyMap<string, Exit>;
+  /** Its block devices (the deploy form offers the free ones of the node chosen). */
+  readonly blocks: readonly Block[];
   readonly error: string | null;
 }
 
-/** This node's unikernels (the deploy form's result is looked up here). */
-let unikernels: Unikernel[] = [];
 let groups: Group[] = [];
+let ownPolicy: Policy | undefined;
 let refreshTimer: number | null = null;
 
 function showSignIn(message = ''): void {
@@ -77,17 +78,27 @@ const exitsOf = (reply: Reply<{ items: Exit[] }>): Map<string, Exit> =>
  */
 async function remoteGroup(node: FleetNode): Promise<Group> {
   const target: Target = { id: node.id, origin: node.origin };
-  const none = (error: string): Group => ({ node, target, unikernels: [], exits: new Map(), error });
+  const none = (error: string): Group => ({
+    node,
+    target,
+    unikernels: [],
+    exits: new Map(),
+    blocks: [],
+    error,
+  });
   if (node.origin === null)
     return none('No web API reported: webListen is not set there, or the node has stopped.');
-  if (!hasBearer()) return none('The page was reloaded: sign in again with the token to see this node.');
+  if (!hasBearer())
+    return none('The page was reloaded and forgot the token: sign out and in again to see this node.');
   try {
-    const [list, exitReply] = await Promise.all([
+    const [list, exitReply, blocks] = await Promise.all([
       listAll(target),
       call<{ items: Exit[] }>('GET', '/api/v1/exits', undefined, target),
+      call<{ items: Block[] }>('GET', '/api/v1/blocks', undefined, target),
     ]);
     if (!Array.isArray(list)) return none(messageOf(list));
-    return { node, target, unikernels: list, exits: exitsOf(exitReply), error: null };
+    const free = blocks.status === 200 ? blocks.body.items : [];
+    return { node, target, unikernels: list, exits: exitsOf(exitReply), blocks: free, error: null };
   } catch (e) {
     return none((e as Error).message);
   }
@@ -105,21 +116,30 @@ export async function refresh(): Promise<void> {
     if (policies.status === 401 || !Array.isArray(list))
       return showSignIn('The session has ended: sign in again.');
     if (policies.status !== 200) throw new Error(messageOf(policies));
-    unikernels = list;
     const nodes = fleet.status === 200 ? fleet.body.nodes : [];
     const self = nodes.find((n) => n.self) ?? { id: location.host, origin: null, self: true, lastSeen: null };
     const others = await Promise.all(nodes.filter((n) => !n.self).map(remoteGroup));
+    const blockList = blocks.status === 200 ? blocks.body.items : [];
     groups = [
-      { node: self, target: HERE, unikernels: list, exits: exitsOf(exitReply), error: null },
+      {
+        node: self,
+        target: HERE,
+        unikernels: list,
+        exits: exitsOf(exitReply),
+        blocks: blockList,
+        error: null,
+      },
       ...others,
     ];
-    const blockList = blocks.status === 200 ? blocks.body.items : [];
+    ownPolicy = policies.body.items.find((p) => p.relative === '');
     renderPolicies(policies.body.items);
     renderList();
-    fillDeployChoices(
-      policies.body.items.find((p) => p.relative === ''),
-      blockList,
+    fillDeployNodes(
+      groups
+        .filter((g) => g.error === null)
+        .map((g) => ({ id: g.node.id, label: g.node.self ? `${g.node.id} (this one)` : g.node.id })),
     );
+    fillDeployChoices(ownPolicy, deployGroup().blocks);
     const selected = shownName();
     const on = shownTarget();
     const group = groups.find((g) => g.target.id === on.id);
@@ -226,6 +246,12 @@ function renderGroup(group: Group): HTMLElement {
   );
 }
 
+/** The node the deploy form is set to (this one when nothing else is chosen). */
+function deployGroup(): Group {
+  const chosen = byId<HTMLSelectElement>('deploy-node').value;
+  return groups.find((g) => g.node.id === chosen) ?? (groups[0] as Group);
+}
+
 async function signIn(event: SubmitEvent): Promise<void> {
   event.preventDefault();
   const form = event.target as HTMLFormElement;
@@ -249,9 +275,14 @@ async function deploy(event: SubmitEvent): Promise<void> {
   progress.hidden = false;
   progress.value = 0;
   result.textContent = 'Uploading…';
-  const reply = await upload(form, (f) => {
-    progress.value = f;
-  });
+  const group = deployGroup();
+  const reply = await upload(
+    form,
+    (f) => {
+      progress.value = f;
+    },
+    group.target,
+  );
   let parsed: unknown = null;
   try {
     parsed = JSON.parse(reply.body);
@@ -263,9 +294,10 @@ async function deploy(event: SubmitEvent): Promise<void> {
     const name = String((parsed as { name?: string } | null)?.name ?? '');
     result.textContent = `Created ${name}.`;
     await refresh();
-    const made = unikernels.find((u) => u.name === name);
-    if (made !== undefined) {
-      showDetail(made, groups[0]?.exits.get(name), HERE);
+    const now = groups.find((g) => g.target.id === group.target.id);
+    const made = now?.unikernels.find((u) => u.name === name);
+    if (now !== undefined && made !== undefined) {
+      showDetail(made, now.exits.get(name), now.target);
       renderList();
     }
   } else {
@@ -350,6 +382,7 @@ async function boot(): Promise<void> {
   });
   byId('restart').addEventListener('click', () => void change('POST', '/restart'));
   byId('refresh').addEventListener('click', () => void refresh());
+  byId('deploy-node').addEventListener('change', () => fillDeployChoices(ownPolicy, deployGroup().blocks));
   const destroy = byId<HTMLButtonElement>('destroy');
   destroy.addEventListener('click', () => {
     if (armed(destroy, 'Click again to destroy')) {

@@ -1,7 +1,8 @@
 // The dashboard's fleet view in a REAL headless Chromium (test/web/browser.ts) against two REAL
 // petrelds with their web APIs on loopback, one PKI (so one token works on both) and one REAL
 // PostgreSQL registry (test/fleet/pg.ts): signed in on node A, the page shows the unikernels of
-// A and B grouped by node, follows B's console live and destroys B's unikernel by B's own API;
+// A and B grouped by node, follows B's console live, draws its plot, destroys B's unikernel and
+// deploys another on B through the form, each by B's own API;
 // B answers CORS for the fleet's origins only; B refusing the token (revoked in its local
 // deny-list alone) shows B's error while A's unikernels stay. The fake-kvm TEST DOUBLE stands in
 // for KVM where it is missing.
@@ -152,11 +153,29 @@ describeWithPostgres('the fleet view of the dashboard', (pg) => {
         const audits = nodeB.logs.filter((l) => l.event === 'web.audit' && l.action === 'destroy');
         expect(audits.map((l) => [l.token, l.unikernel, l.status])).toEqual([['fleet', 'alice:b1', 200]]);
 
+        // Deployed on B through A's form, the image sent to B's API.
+        const form = tab.locator('#deploy-form');
+        await form.locator('select[name=node]').selectOption('node-b');
+        await form.locator('input[name=name]').fill('b2');
+        await form.locator('input[name=image]').setInputFiles(canaryImage);
+        await form.locator('input[name=mem]').fill('16');
+        await form.locator('textarea[name=args]').fill('count\n300');
+        await form.locator('button[type=submit]').click();
+        await tab.locator('#deploy-result').getByText('Created b2.').waitFor({ timeout: 20_000 });
+        expect([...nodeB.daemon.engine.running]).toContain('alice:b2');
+        expect([...a.daemon.engine.running]).not.toContain('alice:b2');
+        await groupB.locator('tr[data-name=b2]').waitFor();
+        await tab.locator('#detail-node').getByText('on node node-b').waitFor();
+
         // B alone refuses the token now: its group says why, A's unikernels still show.
         expect(await ca('revoke', token, '--state-dir', nodeB.stateDir)).toBe(0);
         await tab.locator('#refresh').click();
         await groupB.locator('.node-error').getByText('E_TOKEN_REVOKED').waitFor({ timeout: 15_000 });
         expect(await groupA.locator('tr[data-name=a1]').count()).toBe(1);
+        // And the deploy form no longer offers B.
+        expect(await form.locator('select[name=node] option').allTextContents()).toEqual([
+          'node-a (this one)',
+        ]);
       } finally {
         await browser?.close();
         await b?.stop();
