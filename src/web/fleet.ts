@@ -65,14 +65,19 @@ export class FleetView {
     this.#list = { nodes: [{ id: self, origin: null, self: true, lastSeen: null }], error: null };
   }
 
-  /** The nodes: this one first, then the others by id. Without a registry, this one alone. */
+  /**
+   * The nodes: this one first, then the others by id. Without a registry, this one alone. Once
+   * read, a list past its time is given at once while it is read again behind it, so a registry
+   * that is slow or down never holds a request (CORS asks on every cross-origin one).
+   */
   nodes(): Promise<FleetList> {
     if (this.#source === null || performance.now() - this.#readAt < this.#cacheMs)
       return Promise.resolve(this.#list);
-    this.#reading ??= this.#read(this.#source).finally(() => {
+    const source = this.#source;
+    this.#reading ??= this.#read(source).finally(() => {
       this.#reading = null;
     });
-    return this.#reading;
+    return this.#readAt === Number.NEGATIVE_INFINITY ? this.#reading : Promise.resolve(this.#list);
   }
 
   /** The web origins of the fleet's nodes: those this node's CORS answers, and its page connects to. */

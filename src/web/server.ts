@@ -358,6 +358,8 @@ class Web implements WebServer {
     const origin = request.headers.origin;
     if (origin === undefined || !url.pathname.startsWith('/api/v1/') || url.pathname === SESSION_PATH)
       return false;
+    // This node's own page (browsers send Origin on its changes too): no CORS involved.
+    if (origin === `https://${request.headers.host ?? ''}`) return false;
     response.setHeader('vary', 'Origin');
     const known = (await this.#fleet.origins()).has(origin);
     if (known) response.setHeader('access-control-allow-origin', origin);

@@ -7,13 +7,14 @@
 // deny-list alone) shows B's error while A's unikernels stay. The fake-kvm TEST DOUBLE stands in
 // for KVM where it is missing.
 
-import { readFile } from 'node:fs/promises';
+import { mkdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { expect, it } from 'vitest';
 import { caCommand } from '../../src/cli/commands/ca.js';
 import { canaryImage, guestMode } from '../engine/guest.js';
 import { describeWithPostgres } from '../fleet/pg.js';
+import { repo } from '../repo.js';
 import { eventually, mintToken, type Petreld, startPetreld, webRequest } from '../tls/petreld.js';
 import { chromiumMissing, launchChromium, playwrightVersion, signIn } from './browser.js';
 import { checkResponse } from './openapi.js';
@@ -166,6 +167,10 @@ describeWithPostgres('the fleet view of the dashboard', (pg) => {
         expect([...a.daemon.engine.running]).not.toContain('alice:b2');
         await groupB.locator('tr[data-name=b2]').waitFor();
         await tab.locator('#detail-node').getByText('on node node-b').waitFor();
+        const output = path.join(repo, 'test-results', 'fleet-dashboard');
+        await mkdir(output, { recursive: true });
+        await tab.screenshot({ path: path.join(output, 'fleet.png'), fullPage: true });
+        console.log(`screenshot: ${path.join(output, 'fleet.png')}`);
 
         // B alone refuses the token now: its group says why, A's unikernels still show.
         expect(await ca('revoke', token, '--state-dir', nodeB.stateDir)).toBe(0);
