@@ -364,6 +364,18 @@ async function crashed(node: Node, answer: Promise<Wire[]>) {
   return Promise.race([node.daemon.exited, replied]);
 }
 
+/** Replaces :web by the new image with a console check, on a petreld set to crash in it. */
+async function replaceUntilCrash(node: Node) {
+  const answer = request(node.socket, ':web', {
+    type: 'unikernel-create',
+    force: true,
+    release: '2.7',
+    config: await canaryConfig(newFile, ['wait', 'v2']),
+    check: { probe: { kind: 'console', regex: 'petrel-canary v2' }, withinMs: 10_000, keepConfig: false },
+  });
+  return crashed(node, answer);
+}
+
 describe('replace across a SIGKILL of petreld', () => {
   it('killed during the check: the next start brings the previous unikernel back', {
     timeout: 90_000,
@@ -371,14 +383,7 @@ describe('replace across a SIGKILL of petreld', () => {
     const node = await startNode(':web@replace-checking');
     try {
       expect(await createOld(node, ':web')).toEqual(['created unikernel']);
-      const answer = request(node.socket, ':web', {
-        type: 'unikernel-create',
-        force: true,
-        release: '2.7',
-        config: await canaryConfig(newFile, ['wait', 'v2']),
-        check: { probe: { kind: 'console', regex: 'petrel-canary v2' }, withinMs: 10_000, keepConfig: false },
-      });
-      expect(await crashed(node, answer)).toEqual({ code: null, signal: 'SIGKILL' });
+      expect(await replaceUntilCrash(node)).toEqual({ code: null, signal: 'SIGKILL' });
       const atCrash = await storedState(`${node.dir}/state`);
       expect(atCrash.replacements?.map((r) => [r.name.label, r.passed, r.previous.image.digest])).toEqual([
         ['web', false, sha(oldImage)],
@@ -400,14 +405,7 @@ describe('replace across a SIGKILL of petreld', () => {
     const node = await startNode(':web@replace-passed');
     try {
       expect(await createOld(node, ':web')).toEqual(['created unikernel']);
-      const answer = request(node.socket, ':web', {
-        type: 'unikernel-create',
-        force: true,
-        release: '2.7',
-        config: await canaryConfig(newFile, ['wait', 'v2']),
-        check: { probe: { kind: 'console', regex: 'petrel-canary v2' }, withinMs: 10_000, keepConfig: false },
-      });
-      expect(await crashed(node, answer)).toEqual({ code: null, signal: 'SIGKILL' });
+      expect(await replaceUntilCrash(node)).toEqual({ code: null, signal: 'SIGKILL' });
       expect((await storedState(`${node.dir}/state`)).replacements?.map((r) => r.passed)).toEqual([true]);
       node.daemon = await launch(node);
       const after = await infoOf(node, ':web');
