@@ -87,7 +87,13 @@ import { x509 } from '../src/tls/x509.js';
 import { decodeWire, encodeWire, FrameReader, frame } from '../src/wire/index.js';
 import { solo5Config } from '../src/wire/shapes.js';
 import { LAUNCHER, launchDaemon } from '../test/daemon/process.js';
-import { kvmUsable, probeWithFakeKvm as probe, repo, testTender } from '../test/engine/guest.js';
+import {
+  kvmUsable,
+  probeWithFakeKvm as probe,
+  repo,
+  testKvmDevice,
+  testTender,
+} from '../test/engine/guest.js';
 import { makeNetns } from '../test/engine/harness.js';
 import { albatrossLeaf, albatrossSession } from '../test/tls/albatross-client.js';
 import { loadAverage } from './support/load.js';
@@ -847,6 +853,7 @@ async function main(): Promise<void> {
           stateDir: path.join(dir, 'state'),
           runDir: path.join(dir, 'run'),
           tenderHvt: await testTender(dir),
+          kvmDevice: testKvmDevice,
           runtimes: 'hvt',
           tlsListen: '127.0.0.1:0',
           tlsCa: files.ca,

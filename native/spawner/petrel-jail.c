@@ -21,10 +21,13 @@
  *
  * Usage: petrel-jail --id N [--cpus LIST] [--limit as|nproc|nofile|fsize=N]...
  *          [--cgroup-mkdir DIR]... [--cgroup-write FILE=VALUE]... [--cgroup-join DIR]...
- *          [--ro PATH]... [--rw PATH]... [--dev kvm|tun]... [--base DIR]
+ *          [--ro PATH]... [--rw PATH]... [--kvm DEVICE] [--dev tun] [--base DIR]
  *          [--netns FILE]
  *          -- TENDER ARG...
- * Every PATH is absolute and appears at that same path inside the jail. --base is where the
+ * Every PATH is absolute and appears at that same path inside the jail. --kvm names the host's
+ * KVM device (petreld's kvmDevice, the one its probe opened): the jail gets a node of the same
+ * device number at /dev/kvm, where a solo5 tender opens it, so a host whose KVM node lives
+ * elsewhere, and a test whose double stands in for KVM, build the same jail. --base is where the
  * jail's tmpfs is mounted inside the namespace (default /tmp; nothing shows outside it);
  * --netns a network namespace to enter first (/run/netns/NAME: tests).
  * Failures before the exec are one line on standard error (the tender's console) and exit 125.
@@ -74,9 +77,10 @@ static void usage(const char *why)
 }
 
 struct item {
-    char kind; /* 'r' read-only bind, 'w' read-write bind, 'd' device */
-    const char *path;
+    char kind; /* 'r' read-only bind, 'w' read-write bind, 'k' the KVM device, 't' /dev/net/tun */
+    const char *path; /* on the host */
     int fd; /* 'w': the file, opened and chowned before the namespace */
+    dev_t device; /* 'k', 't': the device number, read before the jail's tmpfs can hide it */
 };
 
 static struct item items[MAX_ITEMS];
@@ -111,9 +115,9 @@ static void add_item(char kind, const char *path)
 {
     if (n_items == MAX_ITEMS)
         usage("too many paths");
-    if (kind != 'd' && (path[0] != '/' || strstr(path, "/../") || strcmp(path, "/") == 0))
+    if (path[0] != '/' || strstr(path, "/../") || strcmp(path, "/") == 0)
         usage(path);
-    items[n_items++] = (struct item){ kind, path, -1 };
+    items[n_items++] = (struct item){ kind, path, -1, 0 };
 }
 
 /* Writes `text` to an existing file (a cgroup control file). */
@@ -194,19 +198,19 @@ static void bind_at(const char *source, const char *target, unsigned long flags)
         fail("remount", target - 1);
 }
 
-static void device(const char *which, uid_t id)
+/* Where a device node goes inside the jail: a solo5 tender opens /dev/kvm and /dev/net/tun. */
+static const char *device_inside(const struct item *it)
 {
-    const char *host = strcmp(which, "kvm") == 0 ? "/dev/kvm" : strcmp(which, "tun") == 0 ? "/dev/net/tun" : NULL;
-    if (!host)
-        usage(which);
-    struct stat st;
-    if (stat(host, &st) != 0 || !S_ISCHR(st.st_mode)) {
-        errno = errno ? errno : ENODEV;
-        fail("device", host);
-    }
-    make_parents(host);
-    if (mknod(host + 1, S_IFCHR | 0600, st.st_rdev) != 0 || chown(host + 1, id, id) != 0)
-        fail("mknod", host);
+    return it->kind == 'k' ? "/dev/kvm" : "/dev/net/tun";
+}
+
+/* A node of the host device's number, made for this jail and owned by its id. */
+static void device(const struct item *it, uid_t id)
+{
+    const char *inside = device_inside(it);
+    make_parents(inside);
+    if (mknod(inside + 1, S_IFCHR | 0600, it->device) != 0 || chown(inside + 1, id, id) != 0)
+        fail("mknod", inside);
 }
 
 static void build_root(const char *base, uid_t id)
@@ -225,8 +229,8 @@ static void build_root(const char *base, uid_t id)
         fail("mknod", "/dev/null");
     for (size_t i = 0; i < n_items; i++) {
         struct item *it = &items[i];
-        if (it->kind == 'd') {
-            device(it->path, id);
+        if (it->kind == 'k' || it->kind == 't') {
+            device(it, id);
         } else {
             struct stat st;
             char source[64];
@@ -493,9 +497,13 @@ int main(int argc, char **argv)
             add_item('r', val);
         } else if (strcmp(opt, "--rw") == 0) {
             add_item('w', val);
+        } else if (strcmp(opt, "--kvm") == 0) {
+            add_item('k', val);
         } else if (strcmp(opt, "--dev") == 0) {
-            add_item('d', val);
-            networks |= strcmp(val, "tun") == 0;
+            if (strcmp(val, "tun") != 0)
+                usage(val);
+            add_item('t', "/dev/net/tun");
+            networks = 1;
         } else {
             usage(opt);
         }
@@ -529,8 +537,16 @@ int main(int argc, char **argv)
      * or copied from its descriptor: what the jail gets is what was checked here. */
     for (size_t k = 0; k < n_items; k++) {
         struct item *it = &items[k];
-        if (it->kind == 'd')
+        if (it->kind == 'k' || it->kind == 't') {
+            struct stat st;
+            errno = 0;
+            if (stat(it->path, &st) != 0 || !S_ISCHR(st.st_mode)) {
+                errno = errno ? errno : ENODEV; /* there, but not a character device */
+                fail(it->kind == 'k' ? "KVM device" : "device", it->path);
+            }
+            it->device = st.st_rdev;
             continue;
+        }
         int flags = it->kind == 'r' ? O_PATH : O_RDWR | O_NOFOLLOW;
         it->fd = open(it->path, flags | O_CLOEXEC);
         struct stat st;

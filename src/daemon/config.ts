@@ -324,7 +324,7 @@ export const CONFIG_FIELDS: { readonly [K in ConfigKey]: ConfigField<PetrelConfi
     arg: 'PATH',
     defaultValue: '/dev/kvm',
     defaultText: '/dev/kvm',
-    help: 'the KVM device the probe opens',
+    help: 'the KVM device: the probe opens it, and an hvt jail gets a node of its number at /dev/kvm',
     parse: pathValue,
   }),
   tenderHvt: field({

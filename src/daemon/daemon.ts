@@ -113,7 +113,7 @@ export function createDaemon(options: DaemonOptions): Daemon {
     consoleBufferBytes: config.consoleBuffer,
     reserveBytes: config.stateReserve,
     minFree: config.stateMinFree,
-    jail: config.jail ? { ids: config.jailIds, allow: config.jailAllow } : null,
+    jail: config.jail ? { ids: config.jailIds, allow: config.jailAllow, kvmDevice: config.kvmDevice } : null,
     tenders: {
       ...(config.tenderHvt === null ? {} : { hvt: config.tenderHvt }),
       ...(config.tenderSpt === null ? {} : { spt: config.tenderSpt }),

@@ -226,6 +226,8 @@ export interface JailOptions {
   readonly program?: string;
   /** The host-wide directory of id claims (src/host/jail-claims.ts). Default /run/petrel-ids. */
   readonly claims?: string;
+  /** The KVM device an hvt jail gets at /dev/kvm: `kvmDevice`, as the probe opened it. */
+  readonly kvmDevice: string;
 }
 
 export interface HostOptions {
@@ -420,6 +422,7 @@ export function createHost(options: HostOptions): EngineHost {
         files: [...files.value, request.image],
         writable: blocks,
         tun: request.nets > 0,
+        kvmDevice: jail.options.kvmDevice,
       });
       const made: Jail = { id: id.value, prefix: [program.value, ...args, '--'], limits, blocks };
       return ok({

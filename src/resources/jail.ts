@@ -290,6 +290,12 @@ export interface JailSpec {
   /** Bound read-write and chowned to the id (block devices). */
   readonly writable: readonly string[];
   readonly tun: boolean;
+  /**
+   * The host's KVM device (petreld's `kvmDevice`, the node its probe opened): an hvt jail gets a
+   * node of its device number at /dev/kvm, where the tender opens it. Tests whose KVM is a double
+   * point this at the double's node (test/engine/guest.ts), and nothing else of the jail differs.
+   */
+  readonly kvmDevice: string;
 }
 
 /** The petrel-jail options for `spec`, without the program and the `--` before the tender. */
@@ -354,7 +360,7 @@ export function jailOptions(spec: JailSpec): string[] {
   }
   for (const file of spec.files) args.push('--ro', file);
   for (const file of spec.writable) args.push('--rw', file);
-  if (spec.kind === 'hvt') args.push('--dev', 'kvm');
+  if (spec.kind === 'hvt') args.push('--kvm', spec.kvmDevice);
   if (spec.tun) args.push('--dev', 'tun');
   return args;
 }

@@ -6,8 +6,9 @@
 //   PETREL_TEST_WRITE_FAULT  `<site>[@<path part>][=<errno>][#n]`: that write fails with the errno
 //                       (src/host/faults.ts), as a full disk or quota makes it fail
 //   PETREL_FAKE_KVM=1   on a host without a usable /dev/kvm (or with PETREL_TEST_NO_KVM=1), the
-//                       probe's kvm answer is a TEST DOUBLE (as with the fake-kvm tender of
-//                       test/engine/guest.ts)
+//                       probe's kvm answer is a TEST DOUBLE, and so is the KVM device the jail
+//                       is given (kvmDevice /dev/null unless the flags name one), as with the
+//                       fake-kvm tender and testKvmDevice of test/engine/guest.ts
 // Prints READY on stdout once started; SIGTERM stops it as petreld does (guests as
 // stopGuestsOnExit says), SIGUSR2 stops it with every guest. SIGWINCH (test only): full
 // collections and a malloc trim, then COLLECTED on stdout, so a test samples memory that is
@@ -45,7 +46,7 @@ const kvm =
     stdio: 'ignore',
   }).status === 0;
 const probe = async (options) => {
-  if (kvm || process.env.PETREL_FAKE_KVM !== '1') return probeHost(options);
+  if (!faked) return probeHost(options);
   // No SSE guest either: a host without KVM never gets that far.
   const report = await probeHost({ ...options, sseGuest: null });
   const { kvm: _absent, ...problems } = report.problems;
@@ -54,10 +55,16 @@ const probe = async (options) => {
 
 const loaded = await loadConfig(process.argv.slice(2));
 if (!loaded.ok) throw new Error(loaded.error.message);
+const faked = !kvm && process.env.PETREL_FAKE_KVM === '1';
+// The jail's /dev/kvm is made from this device: /dev/null, never opened (fake-kvm.so answers the
+// tender's open of /dev/kvm), is what testKvmDevice gives in-process daemons.
+const namesKvmDevice = process.argv.some((arg) => arg === '--kvm-device' || arg.startsWith('--kvm-device='));
+const config =
+  faked && !namesKvmDevice ? { ...loaded.value.config, kvmDevice: '/dev/null' } : loaded.value.config;
 const netns = process.env.PETREL_TEST_NETNS || undefined;
 const daemon = createDaemon({
-  config: loaded.value.config,
-  log: pino({ level: loaded.value.config.logLevel }, pino.destination(2)),
+  config,
+  log: pino({ level: config.logLevel }, pino.destination(2)),
   ...(netns ? { netns } : {}),
   probe,
 });

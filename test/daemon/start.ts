@@ -10,7 +10,7 @@ import { buildConfig } from '../../src/daemon/config.js';
 import { createDaemon, type Daemon, type StartReport } from '../../src/daemon/daemon.js';
 import type { PetrelError, Result } from '../../src/resources/errors.js';
 import { unwrap } from '../../src/resources/errors.js';
-import { probeWithFakeKvm as probe, testTender } from '../engine/guest.js';
+import { probeWithFakeKvm as probe, testKvmDevice, testTender } from '../engine/guest.js';
 import { makeNetns } from '../engine/harness.js';
 
 /**
@@ -33,6 +33,7 @@ export async function startDaemon(
         stateDir: path.join(dir, 'state'),
         runDir: path.join(dir, 'run'),
         tenderHvt: tender,
+        kvmDevice: testKvmDevice,
         canaryDeadline: '3s',
         stopTimeout: '2s',
         ...flags,

@@ -74,9 +74,19 @@ FAKEKVM_SCRIPT="$s" LD_PRELOAD='${path.join(build, 'fake-kvm.so')}' exec "$HVT" 
 }
 
 /**
+ * The KVM device the tests' engines and daemons are configured with (`kvmDevice`), from which
+ * petrel-jail makes an hvt jail's /dev/kvm. Where guests really run, the host's /dev/kvm. Otherwise
+ * a TEST DOUBLE, /dev/null, a character device every kind of host has (one without a /dev/kvm
+ * node included): the jail is built exactly as in production, its /dev/kvm a node of the
+ * configured device's number, and the fake-kvm tender above never opens it (fake-kvm.so answers
+ * its open of /dev/kvm). test/daemon/launch.mjs gives petreld processes the same double.
+ */
+export const testKvmDevice: string = guestMode === 'real' ? '/dev/kvm' : '/dev/null';
+
+/**
  * petreld's capability probe for tests and benchmarks that start a daemon: on a host without
- * /dev/kvm its kvm answer is replaced (TEST DOUBLE, matching the fake-kvm tender above). With
- * KVM it is the real probe.
+ * /dev/kvm its kvm answer is replaced (TEST DOUBLE, matching the fake-kvm tender and
+ * `testKvmDevice` above). With KVM it is the real probe.
  */
 export async function probeWithFakeKvm(options: ProbeOptions) {
   if (kvmUsable) return probeHost(options);

@@ -17,7 +17,7 @@ import { type Label, type Name, parseName, printName } from '../../src/resources
 import { loadPetrelState, type PetrelState } from '../../src/wire/petrel-state.js';
 import { solo5Config } from '../../src/wire/shapes.js';
 import type { Command, UnikernelConfig } from '../../src/wire/types.js';
-import { testTender } from './guest.js';
+import { testKvmDevice, testTender } from './guest.js';
 
 export const name = (text: string) => unwrap(parseName(text)) as Name & { label: Label };
 
@@ -142,6 +142,8 @@ export async function makeEngine(
     tenderHvt?: string;
     /** Jail the tenders (default, unless PETREL_TEST_JAIL=0); false for doubles that fork. */
     jail?: boolean;
+    /** The KVM device a jail is given (`kvmDevice`); default testKvmDevice of guest.ts. */
+    kvmDevice?: string;
     /** Where the engine logs; default silent (PETREL_TEST_LOG sets a level). */
     log?: pino.Logger;
     /** An Albatross state file start-up imports (`--import-albatross-state`). */
@@ -162,7 +164,7 @@ export async function makeEngine(
     jail:
       process.env.PETREL_TEST_JAIL === '0' || options.jail === false
         ? null
-        : { ids: DEFAULT_ID_RANGE, allow: [] },
+        : { ids: DEFAULT_ID_RANGE, allow: [], kvmDevice: options.kvmDevice ?? testKvmDevice },
     tapPrefix: 'ptap',
     netns: netns.name,
     tenders: { hvt: tender },

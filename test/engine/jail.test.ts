@@ -11,7 +11,7 @@ import { claimHolder, DEFAULT_CLAIMS_DIR } from '../../src/host/jail-claims.js';
 import { unwrap } from '../../src/resources/errors.js';
 import { cgroupLimits, DEFAULT_ID_RANGE } from '../../src/resources/jail.js';
 import { makePolicy } from '../../src/resources/policy.js';
-import { canaryBlkImage, canaryImage, canaryNetImage, sptCanary } from './guest.js';
+import { canaryBlkImage, canaryImage, canaryNetImage, sptCanary, testKvmDevice } from './guest.js';
 import {
   canaryConfig,
   createCommand,
@@ -50,6 +50,15 @@ describe.skipIf(process.env.PETREL_TEST_JAIL === '0')('a jailed tender', () => {
     expect(inRange(id)).toBe(true);
     expect(statSync(block)).toMatchObject({ uid: id, gid: id });
     expect(claimHolder(DEFAULT_CLAIMS_DIR, id)).not.toBeNull();
+    // Its /dev/kvm is a node of the configured KVM device's number (here the tests' own device:
+    // the host's /dev/kvm, or the double of guest.ts), made for it alone.
+    const kvm = statSync(`/proc/${pid}/root/dev/kvm`);
+    expect(kvm.isCharacterDevice()).toBe(true);
+    expect({ rdev: kvm.rdev, uid: kvm.uid, mode: kvm.mode & 0o777 }).toEqual({
+      rdev: statSync(testKvmDevice).rdev,
+      uid: id,
+      mode: 0o600,
+    });
     // In its own cgroups, the whole process (the jailer joins them by its one thread): every
     // controller the host has gives the tender the directory of its id.
     const layout = (await discoverCgroups()).layout;
@@ -118,6 +127,25 @@ describe.skipIf(process.env.PETREL_TEST_JAIL === '0')('a jailed tender', () => {
     expect(exited?.limit).toBe('jail set-up (its console says why)');
     // The cpuset cgroup refuses the CPU first (ERANGE); without one, the affinity call (EINVAL).
     expect(exited?.jailError).toMatch(/^petrel-jail: (write \S+\/cpuset\.cpus|sched_setaffinity 4095): \S/u);
+  });
+
+  it('takes the KVM device from kvmDevice: one that is missing fails the jail, naming it, and nothing of it stays', async () => {
+    const logged: { msg?: string; limit?: string; jailError?: string }[] = [];
+    const log = pino({ level: 'info' }, { write: (line: string) => void logged.push(JSON.parse(line)) });
+    const missing = '/nonexistent/petrel-test/kvm';
+    const t = await makeEngine({ log, kvmDevice: missing });
+    engines.push(t);
+    const config = await canaryConfig(canaryImage, ['wait', 'k']);
+    expect(replyText(await t.run(':nokvm', createCommand(config)))).toBe('created unikernel');
+    await until(() => logged.some((l) => l.msg === 'unikernel exited'));
+    const exited = logged.find((l) => l.msg === 'unikernel exited');
+    expect(exited?.limit).toBe('jail set-up (its console says why)');
+    expect(exited?.jailError).toBe(`petrel-jail: KVM device ${missing}: No such file or directory`);
+    // An spt tender's jail needs no KVM device: the same engine runs it.
+    expect(replyText(await t.run(':spt', createCommand(await canaryConfig(sptCanary, ['wait', 's']))))).toBe(
+      'created unikernel',
+    );
+    await waitForLine(t.hub, ':spt', 'petrel-canary s');
   });
 
   it('is adopted with its id; a block file a crash left with a jail id goes back to root', async () => {

@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { kvmUsable } from './kvm.js';
 import {
+  build,
   canary,
   expectFailure,
   expectLateFailure,
@@ -161,6 +162,20 @@ describe.runIf(!kvmUsable)('on a host where /dev/kvm cannot be opened', () => {
     const r = runTender(['--mem=2', canary, 'hello']);
     expect(r.stdout).toBe('');
     expect(r.stderr).toMatch(/^petrel-hvt: Could not open: \/dev\/kvm: .+\n$/);
+    expect(r.status).toBe(1);
+  });
+});
+
+// Each kind of host without KVM, made on any host by scripts/kvm-host.sh (a /dev of its own).
+describe('on hosts without KVM, whatever this one is (scripts/kvm-host.sh)', () => {
+  const kvmHost = join(build, '..', '..', 'scripts', 'kvm-host.sh');
+  it.each([
+    ['no-node', 'No such file or directory'],
+    ['broken-node', 'No such device'],
+  ])('%s: step 6 fails with "Could not open: /dev/kvm: %s" and status 1', (kind, reason) => {
+    const r = runSync('bash', [kvmHost, kind, '--', tender, '--mem=2', canary, 'hello']);
+    expect(r.stdout).toBe('');
+    expect(r.stderr).toBe(`petrel-hvt: Could not open: /dev/kvm: ${reason}\n`);
     expect(r.status).toBe(1);
   });
 });

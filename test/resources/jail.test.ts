@@ -137,6 +137,7 @@ describe('where cgroups go', () => {
       files: ['/usr/lib/petrel/petrel-spt', '/run/petrel/a.img'],
       writable: [],
       tun: false,
+      kvmDevice: '/dev/kvm',
     });
     const dir = '/sys/fs/cgroup/system.slice/petreld.service/petrel-tenders';
     expect(options).toEqual([
@@ -202,7 +203,7 @@ describe('where cgroups go', () => {
     expect(jailCgroups(none, 1)).toEqual([]);
   });
 
-  it('v1 cpusets get the parent’s cpus and mems before the jail’s; hvt gets /dev/kvm, networks /dev/net/tun', () => {
+  it('v1 cpusets get the parent’s cpus and mems before the jail’s; hvt gets the configured KVM device, networks /dev/net/tun', () => {
     const layout = cgroupLayout(V1_MOUNTINFO, V1_OWN, () => null);
     const options = jailOptions({
       id: 70_002,
@@ -214,13 +215,14 @@ describe('where cgroups go', () => {
       files: [],
       writable: ['/var/lib/petrel/block/a:b'],
       tun: true,
+      kvmDevice: '/srv/dev/kvm0',
     });
     const text = options.join(' ');
     expect(text).toContain(
       '--cgroup-write /sys/fs/cgroup/cpuset/petrel-tenders/cpuset.cpus=0-1 --cgroup-write /sys/fs/cgroup/cpuset/petrel-tenders/cpuset.mems=0 --cgroup-write /sys/fs/cgroup/cpuset/petrel-tenders/70002/cpuset.mems=0 --cgroup-write /sys/fs/cgroup/cpuset/petrel-tenders/70002/cpuset.cpus=0',
     );
     expect(text).toContain('/sys/fs/cgroup/memory/petreld/petrel-tenders/70002/memory.limit_in_bytes=');
-    expect(text).toContain('--rw /var/lib/petrel/block/a:b --dev kvm --dev tun');
+    expect(text).toContain('--rw /var/lib/petrel/block/a:b --kvm /srv/dev/kvm0 --dev tun');
     expect(text).toContain(`--limit fsize=${2 * MIB}`);
   });
 });

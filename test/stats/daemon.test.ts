@@ -11,7 +11,14 @@ import { createDaemon, type Daemon } from '../../src/daemon/daemon.js';
 import { unwrap } from '../../src/resources/errors.js';
 import { parseName } from '../../src/resources/name.js';
 import { commandFrame, type Exchange, open, request, said } from '../daemon/client.js';
-import { build, canaryNetImage, guestMode, probeWithFakeKvm as probe, testTender } from '../engine/guest.js';
+import {
+  build,
+  canaryNetImage,
+  guestMode,
+  probeWithFakeKvm as probe,
+  testKvmDevice,
+  testTender,
+} from '../engine/guest.js';
 import { canaryConfig, makeNetns } from '../engine/harness.js';
 import { ipIn, sendFrames, statsOf, until } from './helpers.js';
 
@@ -82,6 +89,7 @@ describe('petreld statistics', () => {
           stateDir: path.join(dir, 'state'),
           runDir: path.join(dir, 'run'),
           tenderHvt: await statsTender(),
+          kvmDevice: testKvmDevice,
           canaryDeadline: '3s',
           stopTimeout: '2s',
           statsInterval: '200ms',

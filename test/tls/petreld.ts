@@ -15,7 +15,7 @@ import { createDaemon, type Daemon, type StartReport } from '../../src/daemon/da
 import { unwrap } from '../../src/resources/errors.js';
 import { createRemoteTransport } from '../../src/tls/client.js';
 import type { Transport } from '../../src/wire/exchange.js';
-import { probeWithFakeKvm as probe, testTender } from '../engine/guest.js';
+import { probeWithFakeKvm as probe, testKvmDevice, testTender } from '../engine/guest.js';
 import { makeNetns } from '../engine/harness.js';
 
 /** `petrel ca ARGS...`; throws with its stderr when it fails. */
@@ -114,6 +114,7 @@ export async function startPetreld(
           stateDir: path.join(dir, 'state'),
           runDir: path.join(dir, 'run'),
           tenderHvt: await testTender(dir),
+          kvmDevice: testKvmDevice,
           runtimes: 'hvt',
           canaryDeadline: '5s',
           stopTimeout: '2s',
