@@ -132,7 +132,7 @@ describe.skipIf(!enabled)('the Debian package', () => {
       // its lines are what counts.
       const lint = run('lintian', ['--show-overrides', deb1]);
       if (lint.status === null)
-        throw new Error('lintian is not installed (scripts/install-deps.sh installs it)');
+        throw new Error('lintian is not installed (scripts/install-deps.sh --tests installs it)');
       const lines = lint.out
         .split('\n')
         .filter((l) => l !== '' && !l.startsWith('running with root privileges'));

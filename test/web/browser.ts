@@ -10,7 +10,7 @@ export const CHROMIUM = '/usr/bin/chromium';
 
 /** Why Chromium cannot run here, or null when it can. */
 export const chromiumMissing = (): string | null =>
-  existsSync(CHROMIUM) ? null : `${CHROMIUM} is missing (scripts/install-deps.sh installs Debian's chromium)`;
+  existsSync(CHROMIUM) ? null : `${CHROMIUM} is missing (scripts/install-deps.sh --tests installs Debian's chromium)`;
 
 export const playwrightVersion = (): string =>
   (createRequire(import.meta.url)('playwright-core/package.json') as { version: string }).version;
