@@ -10,19 +10,24 @@ export const CHROMIUM = '/usr/bin/chromium';
 
 /** Why Chromium cannot run here, or null when it can. */
 export const chromiumMissing = (): string | null =>
-  existsSync(CHROMIUM) ? null : `${CHROMIUM} is missing (scripts/install-deps.sh --tests installs Debian's chromium)`;
+  existsSync(CHROMIUM)
+    ? null
+    : `${CHROMIUM} is missing (scripts/install-deps.sh --tests installs Debian's chromium)`;
 
 export const playwrightVersion = (): string =>
   (createRequire(import.meta.url)('playwright-core/package.json') as { version: string }).version;
 
-/** Launches Chromium trusting `webPem` (the web API's certificate) by the SHA-256 of its public key. */
-export async function launchChromium(webPem: Buffer): Promise<Browser> {
+/**
+ * Launches Chromium trusting `webPem` (the web API's certificate) by the SHA-256 of its public key.
+ * `executablePath`: another way to start Debian's Chromium (a wrapper that enters a namespace).
+ */
+export async function launchChromium(webPem: Buffer, executablePath: string = CHROMIUM): Promise<Browser> {
   const spki = new X509Certificate(webPem).publicKey.export({ type: 'spki', format: 'der' });
   const pin = createHash('sha256').update(spki).digest('base64');
   // The test double's preload (no /dev/kvm) is for tenders, not for the browser.
   const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => k !== 'LD_PRELOAD'));
   return chromium.launch({
-    executablePath: CHROMIUM,
+    executablePath,
     args: ['--no-sandbox', `--ignore-certificate-errors-spki-list=${pin}`],
     env: env as Record<string, string>,
   });
