@@ -6,9 +6,9 @@
 // aggregates of its whole subtree (usage, and the spread of the policies in it), updated along
 // the path on every change, so no operation walks a subtree.
 
-import { err, ok, type PetrelError, type Result } from './errors.js';
+import type { PetrelError, Result } from './errors.js';
 import { EMPTY as EMPTY_MULTISET, type Multiset, shift } from './multiset.js';
-import { type Label, type Name, type Path, pathName, printName } from './name.js';
+import type { Label, Path } from './name.js';
 import type { Policy } from './policy.js';
 import type { SortedMap } from './sortedmap.js';
 import * as SM from './sortedmap.js';
@@ -209,32 +209,4 @@ export function nodesAlong(tree: Tree, path: Path): Node[] {
 export function nodeAt(tree: Tree, path: Path): Node | undefined {
   const nodes = nodesAlong(tree, path);
   return nodes.length === path.length + 1 ? nodes[path.length] : undefined;
-}
-
-// ---------------------------------------------------------------------------------------------
-// Shared by the operations on unikernels and block devices.
-
-/** ` (policy of alice:)` when the failing policy is an ancestor's (Petrel (a)). */
-export function policyOf(path: Path, depth: number, own: number): string {
-  return depth === own ? '' : ` (policy of ${printName(pathName(path.slice(0, depth)))})`;
-}
-
-export function entryLabel(name: Name, what: string): Result<Label, TreeError> {
-  if (name.label !== null) return ok(name.label);
-  return err('E_NAME_NOT_ENTRY', `${printName(name)} is a path, not a ${what} name`, {
-    name: printName(name),
-  });
-}
-
-export function markBlocks(
-  blocks: SortedMap<BlockDevice>,
-  labels: readonly Label[],
-  inUse: boolean,
-): SortedMap<BlockDevice> {
-  let next = blocks;
-  for (const label of labels) {
-    const device = SM.get(next, label);
-    if (device !== undefined) next = SM.set(next, label, Object.freeze({ size: device.size, inUse }));
-  }
-  return next;
 }

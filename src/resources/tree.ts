@@ -20,10 +20,16 @@
 //
 // The tree's parts, each in its own file: its nodes and the path rebuild every change goes
 // through (tree-node.ts), look-ups and listings (tree-lookup.ts), policies (tree-policies.ts),
-// unikernels (tree-unikernels.ts) and block devices (tree-blocks.ts). This file is what the rest
-// of Petrel imports: the operations above and their types, nothing of the nodes' insides.
+// and the entries of a path, unikernels and block devices (tree-entries.ts). This file is what
+// the rest of Petrel imports: the operations above and their types, nothing of the nodes' insides.
 
-export { addBlock, removeBlock, setBlockInUse } from './tree-blocks.js';
+export {
+  addBlock,
+  admitUnikernel,
+  releaseUnikernel,
+  removeBlock,
+  setBlockInUse,
+} from './tree-entries.js';
 export {
   collect,
   findBlock,
@@ -45,4 +51,3 @@ export {
   type Usage,
 } from './tree-node.js';
 export { addPolicy, removePolicy } from './tree-policies.js';
-export { admitUnikernel, releaseUnikernel } from './tree-unikernels.js';
