@@ -3,6 +3,7 @@
 
 import { appendFile, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import type pg from 'pg';
 import { err, ok, type PetrelError, type Result } from '../../../resources/errors.js';
 import { decodeDer, viewOf } from '../../../tls/certs.js';
 import { describeError } from '../../../tls/errors.js';
@@ -29,33 +30,42 @@ export async function revoke(target: string, values: Values, io: CliIo): Promise
   return revokeInFile(join(values['state-dir'] ?? DEFAULT_STATE_DIR, DENY_LIST_FILE), what.value, io);
 }
 
-/** Every id on the fleet registry's list. */
-export async function registryRevocations(url: string): Promise<Result<string[], PetrelError>> {
-  const [{ openDb }, { revocationsAfter }] = await Promise.all([
+/**
+ * `use` with one connection to the fleet registry, closed after it; the registry's code is loaded
+ * only then, so `petrel ca` without --registry never reads it.
+ */
+async function withRegistry<T>(
+  url: string,
+  applicationName: string,
+  use: (pool: pg.Pool, revocations: typeof import('../../../fleet/revocations.js')) => Promise<T>,
+): Promise<T> {
+  const [{ openDb }, revocations] = await Promise.all([
     import('../../../fleet/db.js'),
     import('../../../fleet/revocations.js'),
   ]);
-  const pool = openDb(url, { max: 1, applicationName: 'petrel ca token --list' });
+  const pool = openDb(url, { max: 1, applicationName });
   try {
-    const read = await revocationsAfter(pool, 0n);
-    return read.ok ? ok(read.value.ids) : read;
+    return await use(pool, revocations);
   } finally {
     await pool.end();
   }
 }
 
+/** Every id on the fleet registry's list. */
+export function registryRevocations(url: string): Promise<Result<string[], PetrelError>> {
+  return withRegistry(url, 'petrel ca token --list', async (pool, { revocationsAfter }) => {
+    const read = await revocationsAfter(pool, 0n);
+    return read.ok ? ok(read.value.ids) : read;
+  });
+}
+
 /** The id added to the fleet registry's list, which every node's web API polls. */
-async function revokeInRegistry(
+function revokeInRegistry(
   url: string,
   what: { id: string; label: string },
   io: CliIo,
 ): Promise<Result<void, PetrelError>> {
-  const [{ openDb }, { addRevocation }] = await Promise.all([
-    import('../../../fleet/db.js'),
-    import('../../../fleet/revocations.js'),
-  ]);
-  const pool = openDb(url, { max: 1, applicationName: 'petrel ca revoke' });
-  try {
+  return withRegistry(url, 'petrel ca revoke', async (pool, { addRevocation }) => {
     const added = await addRevocation(pool, what.id, what.label);
     if (!added.ok) return added;
     io.stdout(
@@ -64,9 +74,7 @@ async function revokeInRegistry(
         : `${what.id} (${what.label}) is already revoked in the fleet registry\n`,
     );
     return ok(undefined);
-  } finally {
-    await pool.end();
-  }
+  });
 }
 
 async function revokeInFile(
