@@ -53,10 +53,10 @@ const WEB_PENDING_BYTES = SMALL_HANDSHAKE + 512 * 1024;
 export interface ListenerOptions {
   readonly context: SecureContext;
   /** Default `::`. */
-  readonly host?: string;
+  readonly host?: string | undefined;
   /** 0 picks a free port. */
   readonly port: number;
-  readonly admission?: Partial<AdmissionSettings>;
+  readonly admission?: Partial<AdmissionSettings> | undefined;
   readonly log: Logger;
   readonly refusals: RefusalLog;
   /** Each request node:http has read the head of. */

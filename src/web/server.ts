@@ -15,7 +15,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { hostname } from 'node:os';
-import type { Duplex } from 'node:stream';
 import type { SecureContext } from 'node:tls';
 import pino, { type Logger } from 'pino';
 import type { GateCounts } from '../net/gate.js';
@@ -23,20 +22,20 @@ import { ok, type PetrelError, type Result } from '../resources/errors.js';
 import { printName, printPath } from '../resources/name.js';
 import { loadTrustAnchor, type TrustAnchor } from '../tls/chain.js';
 import { describeError } from '../tls/errors.js';
-import type { Service } from '../tls/proxy.js';
-import { type AdmissionSettings, SESSION_DEFAULTS, type SocketPaths, TLS_DEFAULTS } from '../tls/settings.js';
+import { SESSION_DEFAULTS, TLS_DEFAULTS } from '../tls/settings.js';
 import type { VerifiedToken } from '../tls/token.js';
 import type { Json } from '../wire/json.js';
 import { type ApiResponse, apiError, EXIT, nameUnder } from './api.js';
-import { Authenticator, OpenRequests, type Revocations } from './auth.js';
+import { Authenticator, OpenRequests } from './auth.js';
 import { ConsoleFeeds } from './console-feed.js';
 import { answerCors } from './cors.js';
 import { dashboardCsp, dashboardDir, loadDashboard } from './dashboard-files.js';
 import { DenyList } from './deny-list.js';
-import { type FleetSource, FleetView } from './fleet.js';
+import { FleetView } from './fleet.js';
 import { Front } from './front.js';
 import type { Call, Shared } from './handlers/call.js';
 import { WebListener, webTlsContext } from './listener.js';
+import { SESSION_IDLE_DEFAULT_MS, type WebServerOptions } from './options.js';
 import { policyPathUnder } from './policies.js';
 import { RefusalLog } from './refusals.js';
 import { hasBody, sendJson } from './respond.js';
@@ -47,56 +46,8 @@ import { SessionTable } from './sessions.js';
 import { Upstream } from './upstream.js';
 import { TokenUsage } from './usage.js';
 
-export interface WebServerOptions {
-  /** The CA (PEM or DER) tokens must lead to: the TLS endpoint's `tlsCa`. */
-  readonly ca: string | Uint8Array;
-  /** The certificate browsers are shown (`petrel ca web-cert`) and its key, PEM. */
-  readonly cert: string | Uint8Array;
-  readonly key: string | Uint8Array;
-  readonly sockets: SocketPaths;
-  /** `<stateDir>/web-deny-list`. */
-  readonly denyList: string;
-  /**
-   * The fleet registry's deny-list (src/fleet/revocations.ts) when `fleetDb` is set, honoured
-   * beside the file; stopped when the listener closes.
-   */
-  readonly revocations?: Revocations;
-  /** This node's id in the fleet (`nodeId`). Default: the host name. */
-  readonly nodeId?: string;
-  /**
-   * The registry's nodes and their web origins when `fleetDb` is set (fleet.ts): GET
-   * /api/v1/fleet, the CORS answered to the other nodes' pages, the dashboard's connect-src.
-   * Stopped when the listener closes.
-   */
-  readonly fleet?: FleetSource;
-  /** `<stateDir>/web-token-usage.json`; none: counts are kept in memory only. */
-  readonly usage?: string;
-  /** Default `::`. */
-  readonly host?: string;
-  /** 0 picks a free port. */
-  readonly port: number;
-  /** Requests of one delegation's path at once (consoles included). Default 64. */
-  readonly maxConnectionsPerIdentity?: number;
-  /** The longest pause inside a request's body (a create's image, a block's data). Default 30 s. */
-  readonly frameStallTimeoutMs?: number;
-  /** The largest frame to or from petreld. Default 64 MiB. */
-  readonly maxFrameBytes?: number;
-  readonly admission?: Partial<AdmissionSettings>;
-  readonly logger?: Logger;
-  /** Tokens are checked against this clock. Default: the system clock. */
-  readonly clock?: () => Date;
-  /** In-memory connections to petreld's handlers when petreld hosts the listener. */
-  readonly openService?: (service: Service) => Duplex | null;
-  /** A browser session ends after this long without a request (`webSessionIdleTimeout`). Default 1 h. */
-  readonly sessionIdleTimeoutMs?: number;
-  /** Where the dashboard's built files are; default: found beside this module (dashboard-files.ts). */
-  readonly dashboardDir?: string | null;
-  /** petreld's statsInterval: the spacing of the dashboard's samples (samples.ts). Default 10 s. */
-  readonly statsIntervalMs?: number;
-}
-
-/** `webSessionIdleTimeout`'s default. */
-export const SESSION_IDLE_DEFAULT_MS = 60 * 60 * 1000;
+// The listener's options are in options.ts; its callers find them here, as they always have.
+export { SESSION_IDLE_DEFAULT_MS, type WebServerOptions };
 
 export interface WebServer {
   listen(): Promise<AddressInfo>;
@@ -141,9 +92,9 @@ class Web implements WebServer {
     this.#refusals = new RefusalLog(this.#log);
     this.#listener = new WebListener({
       context,
-      ...(options.host === undefined ? {} : { host: options.host }),
+      host: options.host,
       port: options.port,
-      ...(options.admission === undefined ? {} : { admission: options.admission }),
+      admission: options.admission,
       log: this.#log,
       refusals: this.#refusals,
       request: (request, response) => {
@@ -170,7 +121,7 @@ class Web implements WebServer {
     const stallMs = options.frameStallTimeoutMs ?? SESSION_DEFAULTS.frameStallTimeoutMs;
     this.#upstream = new Upstream({
       sockets: options.sockets,
-      ...(options.openService === undefined ? {} : { openService: options.openService }),
+      openService: options.openService,
       maxFrameBytes,
       stallMs,
       log: this.#log,

@@ -19,7 +19,7 @@ import type { Run } from './streams.js';
 export interface UpstreamOptions {
   readonly sockets: SocketPaths;
   /** In-memory connections to petreld's handlers when petreld hosts the listener. */
-  readonly openService?: (service: Service) => Duplex | null;
+  readonly openService?: ((service: Service) => Duplex | null) | undefined;
   /** The largest frame to or from petreld. */
   readonly maxFrameBytes: number;
   /** The longest pause inside a request's body. */
