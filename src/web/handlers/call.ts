@@ -86,10 +86,10 @@ export async function withBody(
 export async function relay(
   call: Call,
   command: Command,
-  relay: (response: ServerResponse, run: Run) => Promise<void>,
+  write: (response: ServerResponse, run: Run) => Promise<void>,
 ): Promise<null> {
   const name = nameUnder(call.token.path, call.text);
   if (!name.ok) sendJson(call.response, name.error);
-  else await relay(call.response, call.run(name.value, command));
+  else await write(call.response, call.run(name.value, command));
   return null;
 }
