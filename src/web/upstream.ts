@@ -2,13 +2,10 @@
 // endpoint's own proxy (src/tls/proxy.ts) over the local sockets' frames, as a session's is.
 
 import type { IncomingMessage } from 'node:http';
-import type { Duplex } from 'node:stream';
-import type { Logger } from 'pino';
 import type { Name } from '../resources/name.js';
 import type { Identity } from '../tls/identity.js';
-import { type ProxyRequest, proxy, type Service } from '../tls/proxy.js';
-import { connectService } from '../tls/service.js';
-import type { SocketPaths } from '../tls/settings.js';
+import { type ProxyRequest, proxy } from '../tls/proxy.js';
+import { connectService, type ServiceLink } from '../tls/service.js';
 import type { VerifiedToken } from '../tls/token.js';
 import { decodeWire } from '../wire/index.js';
 import type { Command } from '../wire/types.js';
@@ -16,25 +13,20 @@ import { type Answer, EXIT } from './api.js';
 import { RequestChannel } from './channel.js';
 import type { Run } from './streams.js';
 
-export interface UpstreamOptions {
-  readonly sockets: SocketPaths;
-  /** In-memory connections to petreld's handlers when petreld hosts the listener. */
-  readonly openService?: ((service: Service) => Duplex | null) | undefined;
-  /** The largest frame to or from petreld. */
-  readonly maxFrameBytes: number;
+/** The TLS endpoint's link to petreld's services, as the web API's; `listener` is always `web`. */
+export interface UpstreamOptions extends Omit<ServiceLink, 'listener'> {
   /** The longest pause inside a request's body. */
   readonly stallMs: number;
-  readonly log: Logger;
-  /** Where each connection to petreld is kept while open (the listener destroys them at close). */
-  readonly streams: Set<Duplex>;
 }
 
 export class Upstream {
   readonly #options: UpstreamOptions;
+  readonly #link: ServiceLink;
   #sequence = 0n;
 
   constructor(options: UpstreamOptions) {
     this.#options = options;
+    this.#link = { ...options, listener: 'web' };
   }
 
   /**
@@ -104,22 +96,13 @@ export class Upstream {
     client: RequestChannel,
     remote: string,
   ): ProxyRequest {
-    const { maxFrameBytes } = this.#options;
     const identity: Identity = { name, policies: token.policies, command };
-    const link = {
-      sockets: this.#options.sockets,
-      openService: this.#options.openService,
-      maxFrameBytes,
-      log: this.#options.log,
-      listener: 'web',
-      streams: this.#options.streams,
-    };
     return {
       identity,
       client,
-      connect: (service) => connectService(link, service, remote),
+      connect: (service) => connectService(this.#link, service, remote),
       sequence: () => this.#sequence++,
-      maxFrameBytes,
+      maxFrameBytes: this.#options.maxFrameBytes,
     };
   }
 }
