@@ -1,5 +1,5 @@
-// What petreld gives its web API's listener (server.ts): every option, with its default. The
-// daemon fills them from its configuration (src/daemon), the TLS endpoint process from its flags.
+// What petreld gives its web API's listener (server.ts): every option, its default where it has
+// one. The daemon fills them from its configuration, the TLS endpoint process from its flags.
 
 import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
