@@ -1,6 +1,7 @@
 // `petrel fleet create`'s last step: create the unikernel on the node placement chose, over
 // mutual TLS with the caller's delegation (src/tls/client.ts), exactly as `petrel create --remote`;
-// and the name the node will know it by (the delegation's path before a bare label).
+// and the name the node will know it by (the delegation's path before a bare label). The request
+// and creator types live here, not in commands/fleet.ts, so neither module imports the other back.
 
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
@@ -8,9 +9,30 @@ import { parseNodeAddress } from '../../fleet/node.js';
 import { err, ok, type Result } from '../../resources/errors.js';
 import { childName, parseName, printName } from '../../resources/name.js';
 import { solo5Config } from '../../wire/shapes.js';
-import type { RemoteCreateRequest, RemoteCreator } from '../commands/fleet.js';
 import { parseNet } from './config.js';
 import { Stop } from './shell.js';
+
+/** What `fleet create` asks of the node it chose. */
+export interface RemoteCreateRequest {
+  readonly node: string;
+  /** The node's `--node-address HOST:PORT`. */
+  readonly address: string;
+  readonly name: string;
+  readonly image: Uint8Array;
+  readonly memoryMiB: number;
+  readonly cpus: number;
+  /** `--net` values as given (`[netif:]bridge[@mac]`). */
+  readonly nets: readonly string[];
+  readonly args: readonly string[];
+  readonly tls: { readonly ca?: string; readonly cert?: string; readonly key?: string };
+}
+
+/** Creates a unikernel on a remote node over mutual TLS; `by` names the client (for the audit). */
+export interface RemoteCreator {
+  create(request: RemoteCreateRequest): Promise<Result<{ readonly by: string; readonly reply: string }>>;
+  /** The name the node will list the unikernel under (default: NAME as given). */
+  nameOnNode?(name: string, tls: RemoteCreateRequest['tls']): Promise<Result<string>>;
+}
 
 /**
  * The endpoint puts the delegation's path before a bare label (src/tls/client.ts 2.), so `web`

@@ -17,10 +17,14 @@ import {
   type Requirements,
 } from '../../fleet/placement.js';
 import { Registry } from '../../fleet/registry.js';
-import { err, type PetrelError, type Result } from '../../resources/errors.js';
+import { err, type PetrelError } from '../../resources/errors.js';
 import { parseName } from '../../resources/name.js';
 import { readSolo5Notes, tenderKindOf } from '../../tender/elf.js';
+import type { RemoteCreateRequest, RemoteCreator } from '../client/remote-create.js';
 import { type CliCommand, type CliIo, EXIT } from '../command.js';
+
+// Where the tests and other callers have always found them.
+export type { RemoteCreateRequest, RemoteCreator };
 
 const USAGE = `usage:
   petrel fleet migrate --db URL
@@ -70,28 +74,6 @@ const OPTIONS = {
 } as const;
 
 type Values = ReturnType<typeof parseArgs<{ options: typeof OPTIONS; allowPositionals: true }>>['values'];
-
-/** What `fleet create` asks of the node it chose. */
-export interface RemoteCreateRequest {
-  readonly node: string;
-  /** The node's `--node-address HOST:PORT`. */
-  readonly address: string;
-  readonly name: string;
-  readonly image: Uint8Array;
-  readonly memoryMiB: number;
-  readonly cpus: number;
-  /** `--net` values as given (`[netif:]bridge[@mac]`). */
-  readonly nets: readonly string[];
-  readonly args: readonly string[];
-  readonly tls: { readonly ca?: string; readonly cert?: string; readonly key?: string };
-}
-
-/** Creates a unikernel on a remote node over mutual TLS; `by` names the client (for the audit). */
-export interface RemoteCreator {
-  create(request: RemoteCreateRequest): Promise<Result<{ readonly by: string; readonly reply: string }>>;
-  /** The name the node will list the unikernel under (default: NAME as given). */
-  nameOnNode?(name: string, tls: RemoteCreateRequest['tls']): Promise<Result<string>>;
-}
 
 /** Creates over mutual TLS with the caller's delegation (src/cli/client/remote-create.ts). */
 const tlsCreator: RemoteCreator = {
