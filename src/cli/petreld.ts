@@ -170,7 +170,7 @@ const webBeside: Beside = async (args, logger) => {
   const [ca, cert, key] = files as [Buffer, Buffer, Buffer];
   const { createWebServer } = await import('../web/server.js');
   const { DENY_LIST_FILE } = await import('../tls/token.js');
-  const { USAGE_FILE } = await import('../web/usage.js');
+  const { USAGE_FILE } = await import('../tls/token-usage.js');
   const web = createWebServer({
     ca,
     cert,

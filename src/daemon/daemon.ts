@@ -451,7 +451,7 @@ async function openWeb(
   const { createWebServer } = await import('../web/server.js');
   const { socketPaths } = await import('../tls/settings.js');
   const { DENY_LIST_FILE } = await import('../tls/token.js');
-  const { USAGE_FILE } = await import('../web/usage.js');
+  const { USAGE_FILE } = await import('../tls/token-usage.js');
   const revocations = config.fleetDb === null ? undefined : await registryDenyList(config, log);
   const fleet = config.fleetDb === null ? undefined : await registryNodes(config);
   const web = createWebServer({

@@ -7,9 +7,7 @@ import type { Logger } from 'pino';
 import { writeFileAtomic } from '../host/files.js';
 import { printPath } from '../resources/name.js';
 import type { VerifiedToken } from '../tls/token.js';
-import { parseUsage, printUsage, type TokenUse } from './usage-file.js';
-
-export { USAGE_FILE } from './usage-file.js';
+import { parseUsage, printUsage, type TokenUse } from '../tls/token-usage.js';
 
 export class TokenUsage {
   /** null: counts are kept in memory only. */

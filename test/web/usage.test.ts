@@ -11,8 +11,8 @@ import { afterAll, expect, it } from 'vitest';
 import { caCommand } from '../../src/cli/commands/ca.js';
 import type { Label } from '../../src/resources/name.js';
 import type { VerifiedToken } from '../../src/tls/token.js';
+import { parseUsage } from '../../src/tls/token-usage.js';
 import { TokenUsage } from '../../src/web/usage.js';
-import { parseUsage } from '../../src/web/usage-file.js';
 import { until } from '../engine/harness.js';
 
 const dir = await mkdtemp(join(tmpdir(), 'petrel-usage-'));

@@ -1,5 +1,5 @@
-// The format of `<stateDir>/web-token-usage.json`, which petreld writes (usage.ts) and `petrel
-// ca token --list` reads: per token id, its name, delegation, expiry, uses and last use. Pure.
+// The format of `<stateDir>/web-token-usage.json`, which petreld's web API writes (web/usage.ts)
+// and `petrel ca token --list` reads: per token id, its name, delegation, expiry, uses, last use.
 
 /** The file's name in the state directory. */
 export const USAGE_FILE = 'web-token-usage.json';
