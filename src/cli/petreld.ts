@@ -3,15 +3,13 @@
 // ready for clients); `petreld check [flags]` runs the probe and preflight only; `petreld
 // export-state FILE` writes the state as an Albatross state file, offline.
 
-import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { configHelp, loadConfig, type PetrelConfig } from '../daemon/config.js';
 import { createDaemon } from '../daemon/daemon.js';
 import { createLogger } from '../daemon/logger.js';
 import { checkHost, formatChecks, preflightError } from '../daemon/preflight.js';
-import { err, ok } from '../resources/errors.js';
-import { type Beside, runTlsEndpoint, TLS_ENDPOINT_USAGE } from '../tls/cli.js';
-import { socketPaths } from '../tls/settings.js';
+import { runSeparateTlsEndpoint } from '../daemon/tls-endpoint.js';
+import { TLS_ENDPOINT_USAGE } from '../tls/cli.js';
 
 /** Exit statuses by failure kind, so service managers and scripts can tell them apart. */
 const EXIT = { OK: 0, FAILED: 1, CONFIG: 2, PREFLIGHT: 3, CANARY: 4 } as const;
@@ -145,54 +143,11 @@ async function tlsEndpoint(args: readonly string[]): Promise<number> {
   const stop = new AbortController();
   process.once('SIGTERM', () => stop.abort());
   process.once('SIGINT', () => stop.abort());
-  return runTlsEndpoint(args, {
+  return runSeparateTlsEndpoint(args, {
     logger: createLogger({ level: 'info', format: 'auto' }),
     signal: stop.signal,
     stderr: (text) => process.stderr.write(text),
-    beside: webBeside,
   });
 }
-
-/**
- * The web API beside the separate endpoint (`--web-port`): the same listener petreld hosts
- * with webListen, reaching petreld through the run directory's sockets; loaded only when asked.
- */
-const webBeside: Beside = async (args, logger) => {
-  if (args.web === null) return ok(null);
-  const files: Buffer[] = [];
-  for (const file of [args.ca, args.web.cert, args.web.key]) {
-    try {
-      files.push(await readFile(file));
-    } catch (e) {
-      return err('E_TLS_USAGE', `cannot read ${file}: ${(e as Error).message}`);
-    }
-  }
-  const [ca, cert, key] = files as [Buffer, Buffer, Buffer];
-  const { createWebServer } = await import('../web/server.js');
-  const { DENY_LIST_FILE } = await import('../tls/token.js');
-  const { USAGE_FILE } = await import('../tls/token-usage.js');
-  const web = createWebServer({
-    ca,
-    cert,
-    key,
-    sockets: socketPaths(args.runDir),
-    denyList: path.join(args.web.stateDir, DENY_LIST_FILE),
-    usage: path.join(args.web.stateDir, USAGE_FILE),
-    host: args.host,
-    port: args.web.port,
-    maxFrameBytes: args.maxFrameBytes,
-    maxConnectionsPerIdentity: args.maxConnectionsPerIdentity,
-    frameStallTimeoutMs: args.frameStallTimeoutMs,
-    admission: args.admission,
-    ...(logger === undefined ? {} : { logger }),
-  });
-  if (!web.ok) return web;
-  try {
-    await web.value.listen();
-  } catch (e) {
-    return err('E_TLS_USAGE', `the web API cannot listen: ${(e as Error).message}`);
-  }
-  return ok(web.value);
-};
 
 process.exitCode = await main(process.argv.slice(2));

@@ -236,7 +236,7 @@ export async function runTlsEndpoint(
     readonly logger?: Logger;
     readonly signal: AbortSignal;
     readonly stderr: (text: string) => void;
-    /** Started once the endpoint listens (petreld's cli passes the web API here). */
+    /** Started once the endpoint listens (daemon/tls-endpoint.ts passes the web API here). */
     readonly beside?: Beside;
   },
 ): Promise<number> {
