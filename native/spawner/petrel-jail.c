@@ -538,11 +538,14 @@ int main(int argc, char **argv)
     for (size_t k = 0; k < n_items; k++) {
         struct item *it = &items[k];
         if (it->kind == 'k' || it->kind == 't') {
+            const char *what = it->kind == 'k' ? "KVM device" : "device";
             struct stat st;
-            errno = 0;
-            if (stat(it->path, &st) != 0 || !S_ISCHR(st.st_mode)) {
-                errno = errno ? errno : ENODEV; /* there, but not a character device */
-                fail(it->kind == 'k' ? "KVM device" : "device", it->path);
+            if (stat(it->path, &st) != 0)
+                fail(what, it->path);
+            if (!S_ISCHR(st.st_mode)) {
+                errno = ENODEV;
+                fail(it->kind == 'k' ? "KVM device (not a character device)" : "device (not a character device)",
+                     it->path);
             }
             it->device = st.st_rdev;
             continue;

@@ -2,8 +2,9 @@
 // file and taps only while it runs; adoption keeps the id; a start hands back block files that a
 // crash left owned by a jail id; signals reach an spt tender as they do unjailed.
 
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { chownSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import path from 'node:path';
 import pino from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import { discoverCgroups } from '../../src/host/jail.js';
@@ -11,7 +12,7 @@ import { claimHolder, DEFAULT_CLAIMS_DIR } from '../../src/host/jail-claims.js';
 import { unwrap } from '../../src/resources/errors.js';
 import { cgroupLimits, DEFAULT_ID_RANGE } from '../../src/resources/jail.js';
 import { makePolicy } from '../../src/resources/policy.js';
-import { canaryBlkImage, canaryImage, canaryNetImage, sptCanary, testKvmDevice } from './guest.js';
+import { build, canaryBlkImage, canaryImage, canaryNetImage, sptCanary, testKvmDevice } from './guest.js';
 import {
   canaryConfig,
   createCommand,
@@ -129,25 +130,6 @@ describe.skipIf(process.env.PETREL_TEST_JAIL === '0')('a jailed tender', () => {
     expect(exited?.jailError).toMatch(/^petrel-jail: (write \S+\/cpuset\.cpus|sched_setaffinity 4095): \S/u);
   });
 
-  it('takes the KVM device from kvmDevice: one that is missing fails the jail, naming it, and nothing of it stays', async () => {
-    const logged: { msg?: string; limit?: string; jailError?: string }[] = [];
-    const log = pino({ level: 'info' }, { write: (line: string) => void logged.push(JSON.parse(line)) });
-    const missing = '/nonexistent/petrel-test/kvm';
-    const t = await makeEngine({ log, kvmDevice: missing });
-    engines.push(t);
-    const config = await canaryConfig(canaryImage, ['wait', 'k']);
-    expect(replyText(await t.run(':nokvm', createCommand(config)))).toBe('created unikernel');
-    await until(() => logged.some((l) => l.msg === 'unikernel exited'));
-    const exited = logged.find((l) => l.msg === 'unikernel exited');
-    expect(exited?.limit).toBe('jail set-up (its console says why)');
-    expect(exited?.jailError).toBe(`petrel-jail: KVM device ${missing}: No such file or directory`);
-    // An spt tender's jail needs no KVM device: the same engine runs it.
-    expect(replyText(await t.run(':spt', createCommand(await canaryConfig(sptCanary, ['wait', 's']))))).toBe(
-      'created unikernel',
-    );
-    await waitForLine(t.hub, ':spt', 'petrel-canary s');
-  });
-
   it('is adopted with its id; a block file a crash left with a jail id goes back to root', async () => {
     const t = await makeEngine();
     engines.push(t);
@@ -218,5 +200,27 @@ describe.skipIf(process.env.PETREL_TEST_JAIL === '0')('a jailed tender', () => {
     expect(await stopped).toMatchObject({ code: null, signal: 'SIGTERM' });
     expect(Date.now() - at).toBeLessThan(1_500);
     await until(() => !t.engine.running.includes(':spt'), 5_000);
+  });
+});
+
+// petrel-jail on its own: what it makes of --kvm before it builds anything (it fails, exit 125,
+// with one line naming the device, before any namespace or cgroup is made).
+describe('petrel-jail --kvm', () => {
+  const jail = path.join(build, 'petrel-jail');
+  const run = (args: string[]) =>
+    spawnSync(jail, ['--id', '99998', ...args, '--', '/bin/true'], { encoding: 'utf8' });
+
+  it.each([
+    [
+      ['--kvm', '/nonexistent/petrel-test/kvm'],
+      'KVM device /nonexistent/petrel-test/kvm: No such file or directory',
+    ],
+    [['--kvm', '/etc/hostname'], 'KVM device (not a character device) /etc/hostname: No such device'],
+    [['--kvm', 'dev/kvm'], 'usage dev/kvm: invalid'],
+    // The device is petreld's kvmDevice, never a name petrel-jail maps to a path of its own.
+    [['--dev', 'kvm'], 'usage kvm: invalid'],
+  ])('%j: refused, naming it', (args, said) => {
+    const r = run(args);
+    expect({ status: r.status, stderr: r.stderr }).toEqual({ status: 125, stderr: `petrel-jail: ${said}\n` });
   });
 });
