@@ -72,6 +72,12 @@ export function processStartTime(pid: number): Result<string, PidRecordError> {
   return ok(stat.value.startTime);
 }
 
+/** Whether no process `pid` exists, not even as a zombie: it exited and its parent reaped it. */
+export function processGone(pid: number): boolean {
+  const stat = procStat(pid);
+  return stat.ok && stat.value === null;
+}
+
 function checkPid(pid: number): boolean {
   return Number.isSafeInteger(pid) && pid > 1;
 }

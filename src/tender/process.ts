@@ -8,6 +8,7 @@ import type { HeldChild, HeldChildInfo, HeldExit, Holder } from '../host/holder.
 import {
   type PidRecord,
   type PidRecordError,
+  processGone,
   processStartTime,
   readPidRecordFile,
   removePidRecord,
@@ -214,6 +215,13 @@ export async function spawnTender(options: SpawnOptions): Promise<Result<TenderP
   );
   // The record is written synchronously below, before any exit can be handled, so shutdown
   // (which drops it) always sees it: once shutdown resolves no record of this process is left.
+  if (options.record !== undefined && !startTime.ok && !child.exited && processGone(child.pid)) {
+    // It exited, and the holder reaped it, before its start time could be read (a jail that
+    // failed at once): it needs no record, and its exit, on its way from the holder, ends it as
+    // any exit does, with what it said on its console.
+    await tender.shutdown;
+    return ok(tender);
+  }
   if (options.record !== undefined && !startTime.ok && !child.exited) {
     child.kill('SIGKILL');
     await tender.shutdown;

@@ -142,6 +142,8 @@ export async function makeEngine(
     tenderHvt?: string;
     /** Jail the tenders (default, unless PETREL_TEST_JAIL=0); false for doubles that fork. */
     jail?: boolean;
+    /** The KVM device a jail is given (`kvmDevice`); default testKvmDevice of guest.ts. */
+    kvmDevice?: string;
     /** Where the engine logs; default silent (PETREL_TEST_LOG sets a level). */
     log?: pino.Logger;
     /** An Albatross state file start-up imports (`--import-albatross-state`). */
@@ -162,7 +164,7 @@ export async function makeEngine(
     jail:
       process.env.PETREL_TEST_JAIL === '0' || options.jail === false
         ? null
-        : { ids: DEFAULT_ID_RANGE, allow: [], kvmDevice: testKvmDevice },
+        : { ids: DEFAULT_ID_RANGE, allow: [], kvmDevice: options.kvmDevice ?? testKvmDevice },
     tapPrefix: 'ptap',
     netns: netns.name,
     tenders: { hvt: tender },

@@ -130,6 +130,32 @@ describe.skipIf(process.env.PETREL_TEST_JAIL === '0')('a jailed tender', () => {
     expect(exited?.jailError).toMatch(/^petrel-jail: (write \S+\/cpuset\.cpus|sched_setaffinity 4095): \S/u);
   });
 
+  it('takes the KVM device from kvmDevice: with none there, each create is made and its jail fails at once, naming it', async () => {
+    const logged: { msg?: string; name?: string; limit?: string; jailError?: string }[] = [];
+    const log = pino({ level: 'info' }, { write: (line: string) => void logged.push(JSON.parse(line)) });
+    const missing = '/nonexistent/petrel-test/kvm';
+    const t = await makeEngine({ log, kvmDevice: missing });
+    engines.push(t);
+    // A tender that is gone before its start time can be read is a race the engine must win
+    // every time: each create is committed, and each exit says why.
+    const names = Array.from({ length: 10 }, (_, i) => `:nokvm${i}`);
+    for (const vm of names) {
+      const config = await canaryConfig(canaryImage, ['wait', 'k']);
+      expect(replyText(await t.run(vm, createCommand(config))), vm).toBe('created unikernel');
+    }
+    await until(() => logged.filter((l) => l.msg === 'unikernel exited').length === names.length);
+    for (const exited of logged.filter((l) => l.msg === 'unikernel exited'))
+      expect(exited, exited.name).toMatchObject({
+        limit: 'jail set-up (its console says why)',
+        jailError: `petrel-jail: KVM device ${missing}: No such file or directory`,
+      });
+    // An spt tender's jail needs no KVM device: the same engine runs it.
+    expect(replyText(await t.run(':spt', createCommand(await canaryConfig(sptCanary, ['wait', 's']))))).toBe(
+      'created unikernel',
+    );
+    await waitForLine(t.hub, ':spt', 'petrel-canary s');
+  });
+
   it('is adopted with its id; a block file a crash left with a jail id goes back to root', async () => {
     const t = await makeEngine();
     engines.push(t);
