@@ -7,9 +7,17 @@ import type { Logger } from 'pino';
 import { type Name, printName } from '../resources/name.js';
 import * as T from '../resources/tree.js';
 import type { BlockCommand, Data } from '../wire/types.js';
-import type { EngineResponse } from './engine.js';
 import type { EngineHost } from './host.js';
-import { blockInUse, blockNotFound, invalidLevel, TEXT } from './replies.js';
+import {
+  blockInUse,
+  blockNotFound,
+  type EngineResponse,
+  failure,
+  invalidLevel,
+  reply,
+  TEXT,
+  text,
+} from './replies.js';
 
 export interface BlockContext {
   readonly host: EngineHost;
@@ -19,13 +27,6 @@ export interface BlockContext {
   /** Runs a task in the engine's queue. */
   serialize<R>(task: () => Promise<R>): Promise<R>;
 }
-
-const reply = (r: Extract<EngineResponse, { kind: 'reply' }>['reply']): EngineResponse => ({
-  kind: 'reply',
-  reply: r,
-});
-const text = (t: string): EngineResponse => reply({ type: 'string', text: t });
-const failure = (message: string): EngineResponse => ({ kind: 'failure', message });
 
 async function* once(data: Uint8Array): AsyncGenerator<Uint8Array> {
   yield data;

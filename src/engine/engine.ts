@@ -40,11 +40,9 @@ import { createConfig, infoReply, restartArguments } from '../wire/shapes.js';
 import type {
   Command,
   CreateCommand,
-  Data,
   InfoRelease,
   Named,
   ReplaceCheck,
-  Reply,
   UnikernelConfig,
   UnikernelExit,
 } from '../wire/types.js';
@@ -61,7 +59,7 @@ import { describeExit, launch, type RunningVm, releaseHost, vmKey } from './laun
 import { type CheckOutcome, runCheck } from './liveness.js';
 import { resolveReplacements } from './pending-replacements.js';
 import { allocationOf, blockLabel, type ImageInput, type Prepared, prepare, type VmName } from './prepare.js';
-import { invalidLevel, TEXT, unsupportedType } from './replies.js';
+import { type EngineResponse, failure, invalidLevel, reply, TEXT, text, unsupportedType } from './replies.js';
 import {
   DEFAULT_RESTART,
   decideRestart,
@@ -95,6 +93,8 @@ export interface RestoreOptions {
   readonly importState?: { readonly bytes: Uint8Array; readonly source: string };
 }
 
+export type { EngineResponse } from './replies.js';
+
 export interface EngineRequest {
   /** The header name of the command. */
   readonly name: Name;
@@ -105,25 +105,6 @@ export interface EngineRequest {
    */
   readonly input?: AsyncIterable<Uint8Array>;
 }
-
-export type EngineResponse =
-  | { readonly kind: 'reply'; readonly reply: Reply }
-  | { readonly kind: 'failure'; readonly message: string }
-  /** A reply followed by data frames (block dump [6]). */
-  | { readonly kind: 'stream'; readonly reply: Reply; readonly data: AsyncIterable<Data> }
-  /**
-   * A unikernel image read from the store (get, Success [6]): the reply's image is the `length`
-   * bytes of `chunks`, sent as they are read (see wire `imageReplyHead`). Iterating them to the
-   * end, or stopping early, closes the file.
-   */
-  | {
-      readonly kind: 'image';
-      readonly compressed: boolean;
-      readonly length: number;
-      readonly chunks: AsyncIterable<Uint8Array>;
-    };
-
-export const reply = (r: Reply): EngineResponse => ({ kind: 'reply', reply: r });
 
 const READ_ONLY: ReadonlySet<Command['type']> = new Set([
   'unikernel-info',
@@ -146,8 +127,6 @@ function changedNothing(type: Command['type'], response: EngineResponse): boolea
     response.reply.text === TEXT.policyUnchanged
   );
 }
-export const text = (t: string): EngineResponse => reply({ type: 'string', text: t });
-export const failure = (message: string): EngineResponse => ({ kind: 'failure', message });
 
 /**
  * A tender run the engine supervises, with the promise its stoppers and exit handler share. One

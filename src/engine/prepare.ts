@@ -4,16 +4,16 @@
 
 import type { ImageRef, StagedImage } from '../host/images.js';
 import { err, ok, type PetrelError, type Result, unwrap } from '../resources/errors.js';
-import { type Label, type Name, parseLabel } from '../resources/name.js';
+import { type Label, parseLabel } from '../resources/name.js';
 import type { Allocation } from '../resources/tree.js';
 import { readSolo5NotesFromFile, type TenderKind, tenderKindOf } from '../tender/elf.js';
 import { checkManifestDevices } from '../tender/manifest.js';
 import type { KeptConfig } from '../wire/petrel-state.js';
 import type { EngineHost } from './host.js';
 import { unsupportedType } from './replies.js';
+import type { VmName } from './types.js';
 
-/** A unikernel name: a Name with a label. */
-export type VmName = Name & { readonly label: Label };
+export type { VmName } from './types.js';
 
 /**
  * The image of a transaction: one just received (staged, or the error receiving it met, which
