@@ -7,7 +7,7 @@ import type { Logger } from 'pino';
 import { type Name, printName } from '../resources/name.js';
 import * as T from '../resources/tree.js';
 import type { BlockCommand, Data } from '../wire/types.js';
-import type { EngineHost } from './host.js';
+import type { EngineHost } from './host-types.js';
 import {
   blockInUse,
   blockNotFound,

@@ -52,7 +52,7 @@ import { BlockCommands } from './blocks.js';
 import { publishCommand, publishRestart, publishStep } from './events.js';
 import { DroppedExits, type ExitRecord, exitEntry, seenFrom } from './exits.js';
 import { imageReply } from './get.js';
-import type { EngineHost } from './host.js';
+import type { EngineHost } from './host-types.js';
 import { ImageUsers } from './image-users.js';
 import { unikernelInfo } from './info.js';
 import { describeExit, launch, type RunningVm, releaseHost, vmKey } from './launch.js';

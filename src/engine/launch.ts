@@ -14,7 +14,7 @@ import type { TenderExit, TenderProcess } from '../tender/process.js';
 import { parseMac } from '../wire/config.js';
 import { configFingerprint, encodeMeta } from './adopt.js';
 import { publishStep } from './events.js';
-import type { EngineHost, HeldJail } from './host.js';
+import type { EngineHost, HeldJail } from './host-types.js';
 import { blockLabel, hostBridge, type Prepared } from './prepare.js';
 import { TEXT } from './replies.js';
 import type { NetAttachment, VmName } from './types.js';

@@ -9,7 +9,7 @@ import type { Allocation } from '../resources/tree.js';
 import { readSolo5NotesFromFile, type TenderKind, tenderKindOf } from '../tender/elf.js';
 import { checkManifestDevices } from '../tender/manifest.js';
 import type { KeptConfig } from '../wire/petrel-state.js';
-import type { EngineHost } from './host.js';
+import type { EngineHost } from './host-types.js';
 import { unsupportedType } from './replies.js';
 import type { VmName } from './types.js';
 
