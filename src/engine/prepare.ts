@@ -26,6 +26,23 @@ export type ImageInput =
   /** An installed file run where it is, never stored (the boot canary: start-up writes no state). */
   | { readonly kind: 'file'; readonly file: string; readonly image: ImageRef };
 
+/** An image already in the store, read again (restart, rollback): its digest is checked. */
+export const readAgain = (image: ImageRef): ImageInput => ({ kind: 'stored', image, verify: true });
+
+/** Runs `use` with an image being staged, then drops what staging left (nothing once stored). */
+export async function withStaged<R>(
+  host: EngineHost,
+  staging: Promise<Result<StagedImage, PetrelError>>,
+  use: (staged: Result<StagedImage, PetrelError>) => Promise<R>,
+): Promise<R> {
+  const staged = await staging;
+  try {
+    return await use(staged);
+  } finally {
+    if (staged.ok) await host.discardStaged(staged.value);
+  }
+}
+
 export interface Prepared {
   readonly name: VmName;
   /** As the client sent it, without the image: persisted, reused by restart. */
