@@ -26,11 +26,11 @@ import type { VmName } from './types.js';
  *
  * The writer stays single: the tree, the running set and the state journal change only inside a
  * task of the engine's queue. Every member that changes them (setTree, running.track and
- * running.untrack, users,
- * commit, commitLogged, and the steps of `unikernels`, `exits` and `replacements`, which use
- * them) is called only from code running in the queue: a command's task, a tender exit's or a
- * delayed restart's task, each queued with `serial`, or restore. Code outside the queue (a
- * staging upload, a liveness check, a timer) reaches the state only through `serial`.
+ * running.untrack, users, commit, commitLogged, and the steps of `unikernels`, `exits` and
+ * `replacements`, which use them) is called only from code running in the queue: a command's
+ * task, a tender exit's or a delayed restart's task, each queued with `serial`, or restore.
+ * Code outside the queue (a staging upload, a liveness check, a timer) reaches the state only
+ * by queueing a task with `serial`.
  */
 export interface EngineContext {
   readonly host: EngineHost;
@@ -67,6 +67,7 @@ export interface EngineContext {
   /** commit, with a failure logged instead of returned. */
   commitLogged(names: readonly VmName[]): Promise<void>;
 
+  // The steps the rooms ask of each other: through here, so that no room imports another.
   readonly unikernels: UnikernelSteps;
   readonly exits: ExitSteps;
   readonly replacements: ReplacementSteps;

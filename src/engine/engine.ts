@@ -25,8 +25,7 @@ import type { Logger } from 'pino';
 import type { ConsoleHub } from '../console/hub.js';
 import { QuietCollector } from '../host/garbage.js';
 import type { ImageRef } from '../host/images.js';
-import type { PetrelError, Result } from '../resources/errors.js';
-import { ok } from '../resources/errors.js';
+import { ok, type PetrelError, type Result } from '../resources/errors.js';
 import { type Name, type Path, pathName, printName } from '../resources/name.js';
 import type { Policy } from '../resources/policy.js';
 import * as T from '../resources/tree.js';
@@ -152,7 +151,6 @@ export class Engine {
       },
       commit: (names, paths) => this.#commit(names, paths),
       commitLogged: (names) => this.#commitLogged(names),
-      // The rooms ask each other for steps through the context: none imports another.
       get unikernels() {
         return engine.#lifecycle;
       },
@@ -382,10 +380,7 @@ export class Engine {
 
   /** Stops a unikernel and waits for its release, not touching the state file. */
   stopTransient(name: VmName): Promise<TenderExit | null> {
-    return this.#serial(async () => {
-      const running = this.#running.get(vmKey(name));
-      return running === undefined ? null : this.#lifecycle.stop(running);
-    });
+    return this.#lifecycle.stopTransient(name);
   }
 
   /**

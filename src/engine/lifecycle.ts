@@ -40,8 +40,8 @@ export type LifecycleContext = Pick<
 
 /**
  * The unikernel commands and the steps of a start and a stop. Everything here runs in the
- * engine's queue, but for created() and startTransient(), which stage the image first and queue
- * the rest.
+ * engine's queue, but for created(), startTransient() and stopTransient(), which queue their own
+ * task (once the image, if one is sent, is staged).
  */
 export class Lifecycle implements UnikernelSteps {
   readonly #ctx: LifecycleContext;
@@ -290,5 +290,13 @@ export class Lifecycle implements UnikernelSteps {
     }
     const staging = this.#ctx.host.stageImage([image], config.compressed);
     return withStaged(this.#ctx.host, staging, (staged) => startIn({ kind: 'staged', staged }));
+  }
+
+  /** Engine.stopTransient: stops the unikernel and waits for its release, writing no state. */
+  stopTransient(name: VmName): Promise<TenderExit | null> {
+    return this.#ctx.serial(async () => {
+      const running = this.#ctx.running.get(vmKey(name));
+      return running === undefined ? null : this.stop(running);
+    });
   }
 }
