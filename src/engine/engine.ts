@@ -70,7 +70,8 @@ export interface EngineOptions {
   readonly onTreeChange?: (tree: T.Tree) => void;
 }
 
-export type { EngineResponse } from './replies.js';
+// Every name engine.ts exported before it was split stays reachable here.
+export { type EngineResponse, failure, reply, text } from './replies.js';
 export type { RestoreOptions, RestoreReport } from './restore.js';
 
 export interface EngineRequest {
