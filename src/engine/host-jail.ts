@@ -19,7 +19,8 @@ import { claimId, DEFAULT_CLAIMS_DIR, listClaims, releaseClaim } from '../host/j
 import { blockDir } from '../host/paths.js';
 import { err, ok, type PetrelError, type Result } from '../resources/errors.js';
 import { type CgroupLayout, cgroupLimits, JailIds, jailLimits, jailOptions } from '../resources/jail.js';
-import type { EngineHost, HeldJail, HostResult, Jail, JailOptions } from './host-types.js';
+import type { EngineHost, HeldJail, Jail, JailOptions } from './host-types.js';
+import type { HostResult } from './types.js';
 
 const MIB = 1024 * 1024;
 

@@ -9,8 +9,9 @@ import type { IdRange, JailLimits } from '../resources/jail.js';
 import type { Name } from '../resources/name.js';
 import type { TenderKind } from '../tender/elf.js';
 import type { TenderHost } from './tenders.js';
+import type { HostResult } from './types.js';
 
-export type HostResult<T> = Promise<Result<T, PetrelError>>;
+export type { HostResult } from './types.js';
 
 /** Host artefacts that belong to unikernels taken over at start-up: clean-up leaves them. */
 export interface OwnedArtefacts {

@@ -41,8 +41,9 @@ import { type Name, parseName, printName } from '../resources/name.js';
 import { findTender } from '../tender/lookup.js';
 import { checkTenderAbi, TenderVersionCache } from '../tender/version.js';
 import { createJailHost } from './host-jail.js';
-import type { EngineHost, HostOptions, HostResult } from './host-types.js';
+import type { EngineHost, HostOptions } from './host-types.js';
 import { createTenderHost } from './tenders.js';
+import type { HostResult } from './types.js';
 
 export type {
   EngineHost,

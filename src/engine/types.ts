@@ -1,6 +1,7 @@
 // The engine's shared vocabulary: types several of its modules speak (a unikernel's name, a
-// network attachment), kept here so that no module imports another only for a type.
+// network attachment, a host step's result), kept here so no module imports another for a type.
 
+import type { PetrelError, Result } from '../resources/errors.js';
 import type { Label, Name } from '../resources/name.js';
 import type { MacAddress } from '../wire/types.js';
 
@@ -15,3 +16,6 @@ export interface NetAttachment {
   /** The MAC actually given to the tender (configured or derived). */
   readonly mac: MacAddress;
 }
+
+/** What a step of the engine's host (host-types.ts, tenders.ts) answers. */
+export type HostResult<T> = Promise<Result<T, PetrelError>>;
