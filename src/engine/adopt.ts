@@ -7,8 +7,7 @@ import { createHash } from 'node:crypto';
 import { parseName, printName } from '../resources/name.js';
 import { parseMac } from '../wire/mac.js';
 import type { ImageRef, KeptConfig, UnikernelRecord } from '../wire/petrel-state.js';
-import type { NetAttachment } from './launch.js';
-import type { VmName } from './prepare.js';
+import type { NetAttachment, VmName } from './types.js';
 
 /** What petreld gives the holder to keep with a tender, so a later petreld can take it over. */
 export interface TenderMeta {

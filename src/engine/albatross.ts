@@ -20,7 +20,7 @@ import type { PetrelState, UnikernelRecord } from '../wire/petrel-state.js';
 import { upgradeState } from '../wire/shapes.js';
 import { decodeState, encStatePolicies, sortStateNames, stateEntry, stateV6Head } from '../wire/state.js';
 import type { StatePolicy } from '../wire/types.js';
-import type { EngineHost } from './host.js';
+import type { EngineHost } from './host-types.js';
 import type { StateBook } from './state-book.js';
 
 export interface ImportedState {

@@ -3,29 +3,23 @@
 // through a short transaction, stream outside the queue, and free it in another, so a slow
 // client never holds the single writer.
 
-import type { Logger } from 'pino';
 import { type Name, printName } from '../resources/name.js';
 import * as T from '../resources/tree.js';
 import type { BlockCommand, Data } from '../wire/types.js';
-import type { EngineResponse } from './engine.js';
-import type { EngineHost } from './host.js';
-import { blockInUse, blockNotFound, invalidLevel, TEXT } from './replies.js';
+import type { EngineContext } from './context.js';
+import {
+  blockInUse,
+  blockNotFound,
+  type EngineResponse,
+  failure,
+  invalidLevel,
+  reply,
+  TEXT,
+  text,
+} from './replies.js';
 
-export interface BlockContext {
-  readonly host: EngineHost;
-  readonly log: Logger;
-  tree(): T.Tree;
-  setTree(tree: T.Tree): void;
-  /** Runs a task in the engine's queue. */
-  serialize<R>(task: () => Promise<R>): Promise<R>;
-}
-
-const reply = (r: Extract<EngineResponse, { kind: 'reply' }>['reply']): EngineResponse => ({
-  kind: 'reply',
-  reply: r,
-});
-const text = (t: string): EngineResponse => reply({ type: 'string', text: t });
-const failure = (message: string): EngineResponse => ({ kind: 'failure', message });
+/** Block commands set the tree only in tasks they queue with `serial`. */
+export type BlockContext = Pick<EngineContext, 'host' | 'log' | 'tree' | 'setTree' | 'serial'>;
 
 async function* once(data: Uint8Array): AsyncGenerator<Uint8Array> {
   yield data;
@@ -150,7 +144,7 @@ export class BlockCommands {
 
   /** Takes the device for a stream (a short transaction); null = it is now held. */
   #hold(name: Name, verb: 'set' | 'dump'): Promise<{ size: number } | EngineResponse> {
-    return this.#ctx.serialize(async () => {
+    return this.#ctx.serial(async () => {
       const free = this.#free(name, verb);
       if ('kind' in free) return free;
       const held = T.setBlockInUse(this.#ctx.tree(), name, true);
@@ -161,7 +155,7 @@ export class BlockCommands {
   }
 
   #letGo(name: Name): Promise<void> {
-    return this.#ctx.serialize(async () => {
+    return this.#ctx.serial(async () => {
       const freed = T.setBlockInUse(this.#ctx.tree(), name, false);
       if (freed.ok) this.#ctx.setTree(freed.value);
     });

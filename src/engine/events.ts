@@ -1,8 +1,12 @@
 // Lifecycle events of engine transactions on a diagnostics channel (as undici publishes its
 // request lifecycle): logs, metrics and the crash-safety tests subscribe; nothing is published
-// when nobody listens.
+// when nobody listens. Each command answered is timed, published and logged here (observeCommand).
 
 import diagnostics from 'node:diagnostics_channel';
+import type { Logger } from 'pino';
+import { type Name, printName } from '../resources/name.js';
+import type { Command } from '../wire/types.js';
+import { type EngineResponse, TEXT } from './replies.js';
 
 export const TRANSACTION_CHANNEL = 'petrel:transaction';
 
@@ -71,4 +75,47 @@ export function publishCommand(event: CommandEvent): void {
 
 export function publishRestart(event: RestartEvent): void {
   if (restarts.hasSubscribers) restarts.publish(event);
+}
+
+const READ_ONLY: ReadonlySet<Command['type']> = new Set([
+  'unikernel-info',
+  'unikernel-exits',
+  'unikernel-get',
+  'policy-info',
+  'block-info',
+]);
+
+/**
+ * Answered without changing anything: a query, or the policy a TLS session re-installs on every
+ * connection. Logged at debug: at info they were most of the log (the TLS endpoint logs each
+ * session's request and outcome at info already), and each line costs a write.
+ */
+function changedNothing(type: Command['type'], response: EngineResponse): boolean {
+  if (READ_ONLY.has(type)) return true;
+  return (
+    response.kind === 'reply' &&
+    response.reply.type === 'string' &&
+    response.reply.text === TEXT.policyUnchanged
+  );
+}
+
+/** Times, publishes and logs one command. */
+export async function observeCommand(
+  { log, now }: { readonly log: Logger; readonly now: () => number },
+  name: Name,
+  type: Command['type'],
+  run: () => Promise<EngineResponse> | EngineResponse,
+): Promise<EngineResponse> {
+  const started = now();
+  const response = await run();
+  const fields = { command: type, name: printName(name), ms: now() - started };
+  publishCommand({
+    command: type,
+    outcome: response.kind === 'failure' ? 'refused' : 'done',
+    ms: fields.ms,
+  });
+  if (response.kind === 'failure') log.info({ ...fields, reason: response.message }, 'command refused');
+  else if (changedNothing(type, response)) log.debug(fields, 'command done');
+  else log.info(fields, 'command done');
+  return response;
 }

@@ -8,6 +8,9 @@ import { TransferCollector } from '../host/garbage.js';
 import { type ImageRef, readImageFrom } from '../host/images.js';
 import { deflateChunks } from '../host/zstream.js';
 import { err, ok, type PetrelError, type Result } from '../resources/errors.js';
+import { type Name, printName } from '../resources/name.js';
+import type { EngineContext } from './context.js';
+import { type EngineResponse, failure, invalidLevel, TEXT } from './replies.js';
 
 export interface ImageReply {
   /** Deflated (zlib) when a level above 0 was asked, whatever form the client created it in. */
@@ -63,4 +66,34 @@ export async function imageReply(
     await handle.close();
     return err('E_HOST_IO', `reading the image failed: ${String(cause)}`);
   }
+}
+
+/** What a get reads of the engine: it changes nothing, so it needs no step. */
+export type GetContext = Pick<EngineContext, 'host' | 'log' | 'running'>;
+
+/**
+ * get (semantics §5.2) from the store, outside the queue; the file is opened inside it (`inQueue`
+ * runs a read there, with no sweep after it), so a destroy that follows cannot take it away. A
+ * level above 0 is honoured also for an image sent compressed (Albatross would return the
+ * client's own bytes).
+ */
+export async function getResponse(
+  ctx: GetContext,
+  inQueue: <R>(task: () => Promise<R>) => Promise<R>,
+  name: Name,
+  level: number,
+): Promise<EngineResponse> {
+  if (!Number.isInteger(level) || level < 0 || level > 9) return failure(invalidLevel(level));
+  const found = await inQueue(async () => {
+    const run = ctx.running.get(printName(name));
+    if (run === undefined) return null;
+    return { image: run.vm.image, opened: await ctx.host.openImage(run.vm.image) };
+  });
+  if (found === null) return failure(TEXT.getNotFound);
+  const replied = found.opened.ok ? await imageReply(found.opened.value, found.image, level) : found.opened;
+  if (!replied.ok) {
+    ctx.log.error({ name: printName(name), problem: replied.error.message }, 'get: image unreadable');
+    return failure(`get: ${replied.error.message}`);
+  }
+  return { kind: 'image', ...replied.value };
 }

@@ -1,11 +1,15 @@
-// Unikernel info entries (albatross-semantics.md §5.1) in the 2.7 shape; src/wire turns them into
-// the shape the request's tag expects.
+// unikernel-info (albatross-semantics.md §5.1): the running unikernels at or below a name, each
+// entry in the 2.7 shape; src/wire turns them into the shape the request's tag expects.
 
-import { childName } from '../resources/name.js';
-import { findBlock, type Tree } from '../resources/tree.js';
-import type { UnikernelInfo } from '../wire/types.js';
-import type { RunningVm } from './launch.js';
+import { childName, type Name, printName } from '../resources/name.js';
+import { findBlock, foldUnikernels, type Tree } from '../resources/tree.js';
+import { infoReply } from '../wire/shapes.js';
+import type { InfoRelease, UnikernelInfo } from '../wire/types.js';
+import { type RunningVm, vmKey } from './launch.js';
 import { blockLabel } from './prepare.js';
+import { type EngineResponse, reply } from './replies.js';
+import type { RunningSet } from './running.js';
+import type { VmName } from './types.js';
 
 /** Default sector size reported for blocks configured without one. */
 const DEFAULT_SECTOR = 512;
@@ -32,4 +36,24 @@ export function unikernelInfo(vm: RunningVm, tree: Tree): UnikernelInfo {
     cpus: config.cpus,
     linuxBootPartition: config.linuxBootPartition,
   };
+}
+
+/** The reply to unikernel-info for `name`: the running unikernel it names, or those below its path. */
+export function infoResponse(
+  tree: Tree,
+  running: RunningSet,
+  name: Name,
+  release: InfoRelease,
+): EngineResponse {
+  const entries =
+    name.label === null
+      ? foldUnikernels(tree, name.path).flatMap(([relative]) => {
+          const full = { path: [...name.path, ...relative.path], label: relative.label } as VmName;
+          const run = running.get(vmKey(full));
+          return run === undefined ? [] : [{ name: relative, info: unikernelInfo(run.vm, tree) }];
+        })
+      : [running.get(printName(name))].flatMap((run) =>
+          run === undefined ? [] : [{ name, info: unikernelInfo(run.vm, tree) }],
+        );
+  return reply(infoReply(release, entries));
 }

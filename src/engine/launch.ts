@@ -12,20 +12,12 @@ import { childName, printName } from '../resources/name.js';
 import { deriveMac, tenderArgv } from '../tender/argv.js';
 import type { TenderExit, TenderProcess } from '../tender/process.js';
 import { parseMac } from '../wire/config.js';
-import type { MacAddress } from '../wire/types.js';
 import { configFingerprint, encodeMeta } from './adopt.js';
 import { publishStep } from './events.js';
-import type { EngineHost, HeldJail } from './host.js';
-import { blockLabel, hostBridge, type Prepared, type VmName } from './prepare.js';
+import type { EngineHost, HeldJail } from './host-types.js';
+import { blockLabel, hostBridge, type Prepared } from './prepare.js';
 import { TEXT } from './replies.js';
-
-export interface NetAttachment {
-  readonly netif: string;
-  readonly bridge: string;
-  readonly tap: string;
-  /** The MAC actually given to the tender (configured or derived). */
-  readonly mac: MacAddress;
-}
+import type { NetAttachment, VmName } from './types.js';
 
 /** `running` until a transaction or an exit takes it over; `released` once its artefacts are gone. */
 export type VmState = 'running' | 'stopping' | 'released';

@@ -4,16 +4,16 @@
 
 import type { ImageRef, StagedImage } from '../host/images.js';
 import { err, ok, type PetrelError, type Result, unwrap } from '../resources/errors.js';
-import { type Label, type Name, parseLabel } from '../resources/name.js';
+import { type Label, parseLabel } from '../resources/name.js';
 import type { Allocation } from '../resources/tree.js';
 import { readSolo5NotesFromFile, type TenderKind, tenderKindOf } from '../tender/elf.js';
 import { checkManifestDevices } from '../tender/manifest.js';
 import type { KeptConfig } from '../wire/petrel-state.js';
-import type { EngineHost } from './host.js';
+import type { EngineHost } from './host-types.js';
 import { unsupportedType } from './replies.js';
+import type { VmName } from './types.js';
 
-/** A unikernel name: a Name with a label. */
-export type VmName = Name & { readonly label: Label };
+export type { VmName } from './types.js';
 
 /**
  * The image of a transaction: one just received (staged, or the error receiving it met, which
@@ -25,6 +25,23 @@ export type ImageInput =
   | { readonly kind: 'stored'; readonly image: ImageRef; readonly verify: boolean }
   /** An installed file run where it is, never stored (the boot canary: start-up writes no state). */
   | { readonly kind: 'file'; readonly file: string; readonly image: ImageRef };
+
+/** An image already in the store, read again (restart, rollback): its digest is checked. */
+export const readAgain = (image: ImageRef): ImageInput => ({ kind: 'stored', image, verify: true });
+
+/** Runs `use` with an image being staged, then drops what staging left (nothing once stored). */
+export async function withStaged<R>(
+  host: EngineHost,
+  staging: Promise<Result<StagedImage, PetrelError>>,
+  use: (staged: Result<StagedImage, PetrelError>) => Promise<R>,
+): Promise<R> {
+  const staged = await staging;
+  try {
+    return await use(staged);
+  } finally {
+    if (staged.ok) await host.discardStaged(staged.value);
+  }
+}
 
 export interface Prepared {
   readonly name: VmName;

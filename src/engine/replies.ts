@@ -1,5 +1,7 @@
 // The reply texts Albatross clients see (albatross-semantics.md §5–§7, §18), in one place so the
-// engine's handlers and the tests speak the same words.
+// engine's handlers and the tests speak the same words; and the shape of every engine answer.
+
+import type { Data, Reply } from '../wire/types.js';
 
 export const TEXT = {
   created: 'created unikernel',
@@ -31,3 +33,24 @@ export const unsupportedType = (typ: string) => `unsupported unikernel type: ${t
 export const invalidLevel = (level: number) => `invalid compression level ${level}`;
 export const blockNotFound = (verb: 'set' | 'dump') => `${verb} block: not found`;
 export const blockInUse = (verb: 'set' | 'dump') => `${verb} block: is in use`;
+
+export type EngineResponse =
+  | { readonly kind: 'reply'; readonly reply: Reply }
+  | { readonly kind: 'failure'; readonly message: string }
+  /** A reply followed by data frames (block dump [6]). */
+  | { readonly kind: 'stream'; readonly reply: Reply; readonly data: AsyncIterable<Data> }
+  /**
+   * A unikernel image read from the store (get, Success [6]): the reply's image is the `length`
+   * bytes of `chunks`, sent as they are read (see wire `imageReplyHead`). Iterating them to the
+   * end, or stopping early, closes the file.
+   */
+  | {
+      readonly kind: 'image';
+      readonly compressed: boolean;
+      readonly length: number;
+      readonly chunks: AsyncIterable<Uint8Array>;
+    };
+
+export const reply = (r: Reply): EngineResponse => ({ kind: 'reply', reply: r });
+export const text = (t: string): EngineResponse => reply({ type: 'string', text: t });
+export const failure = (message: string): EngineResponse => ({ kind: 'failure', message });

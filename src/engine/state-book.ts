@@ -20,7 +20,7 @@ import {
 } from '../wire/petrel-state.js';
 import type { StatePolicy } from '../wire/types.js';
 import { publishStep } from './events.js';
-import type { EngineHost } from './host.js';
+import type { EngineHost } from './host-types.js';
 
 /** The journal is compacted once it holds more than this, or more than the snapshot. */
 export const DEFAULT_COMPACT_BYTES = 64 * 1024;

@@ -16,8 +16,7 @@ import { err, ok, type PetrelError, type Result } from '../resources/errors.js';
 import { type Name, parseName, printName } from '../resources/name.js';
 import { adoptTender, spawnTender, type TenderProcess } from '../tender/process.js';
 import { decodeMeta, type HeldTender } from './adopt.js';
-
-type HostResult<T> = Promise<Result<T, PetrelError>>;
+import type { HostResult } from './types.js';
 
 export interface TenderHost {
   /** The console of the tender about to be spawned on `fifo` (the holder reads the FIFO). */
