@@ -170,7 +170,7 @@ const NOT_KEYS: Readonly<Record<string, { readonly file: string; readonly what: 
   restoredMs: { file: 'src/daemon/daemon.ts', what: 'a field of the ready log line' },
   bootMs: { file: 'src/daemon/daemon.ts', what: 'a field of the canary log line' },
   lastExit: { file: 'src/cli/client/exits.ts', what: 'a field of petrel info --json' },
-  jailError: { file: 'src/engine/engine.ts', what: 'a field of the unikernel exited log line' },
+  jailError: { file: 'src/engine/supervision.ts', what: 'a field of the unikernel exited log line' },
   tokenId: { file: 'src/web/server.ts', what: 'a field of the web.audit log line' },
   testKvmDevice: { file: 'test/engine/guest.ts', what: 'the KVM device the tests configure' },
 };

@@ -9,10 +9,9 @@
 //      state-book.ts); a failure undoes step 4 (lifecycle.ts);
 //   6. reply, only after the commit (here; events.ts times, publishes and logs each command).
 // The rooms: create, force-create, restart, destroy and the steps of a start and a stop in
-// lifecycle.ts; exits and restart on failure in supervision.ts (its `unikernel exited` line has
-// the exit, the jail limit that ended it and jailError, petrel-jail's own words); replace with a
-// liveness check in replace.ts; start-up's restore and adoption in restore.ts; policies in
-// policies.ts; block devices in blocks.ts. A create's image is received into the store's staging area before its
+// lifecycle.ts; exits and restart on failure in supervision.ts; replace with a liveness check in
+// replace.ts; start-up's restore and adoption in restore.ts; policies in policies.ts; block
+// devices in blocks.ts. A create's image is received into the store's staging area before its
 // transaction queues, so a slow upload never holds the queue and the frame that carried it is
 // released. Stored images nothing uses and the committed state does not name are removed after
 // each task (sweepStore). Force-create and restart check steps 2–3 for the new configuration
