@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// Builds the web dashboard (src/dashboard, issue 24) into dist/src/web/dashboard/: its TypeScript
+// Builds the web dashboard (src/dashboard) into dist/src/web/dashboard/: its TypeScript
 // bundled for browsers into app.js, index.html and app.css copied. Nothing is fetched at run time.
 import { copyFileSync, mkdirSync } from 'node:fs';
 import path from 'node:path';

@@ -1,4 +1,4 @@
-/* petrel-jail: puts one tender in its jail, then execs it (issue 22; docs/threat-model.md).
+/* petrel-jail: puts one tender in its jail, then execs it (docs/threat-model.md).
  *
  * Why a program of its own: the holder execs it instead of the tender (the holder's protocol
  * and its vfork stay as they are, so a holder of an earlier release runs jailed tenders too),

@@ -1,4 +1,4 @@
-/* hostile-tender: TEST ONLY. A stand-in for a tender that its guest has taken over (issue 22).
+/* hostile-tender: TEST ONLY. A stand-in for a tender that its guest has taken over (docs/threat-model.md).
  *
  * Given as `--tender-spt` (or, named *hvt*, as `--tender-hvt`), it is started exactly as a
  * tender is. Guest arguments of the form `hostile:KEY=VALUE` tell it what to attack; with

@@ -1,4 +1,4 @@
-// The boot canary (issue 8, ARCHITECTURE "Start-up gate"): at every start petreld boots its
+// The boot canary (the start-up gate of docs/architecture.md): at every start petreld boots its
 // canary unikernel through the engine's own create → console → destroy path, under a reserved
 // root-level name that is never persisted, and refuses to start if the canary does not speak
 // (a canary that could not be made for want of space in the run directory is told apart).

@@ -1,7 +1,7 @@
 // The table of petreld's configuration keys: every key's TOML table, flag placeholder, default,
 // help and value parser. One declarative table, long only for that; nothing else belongs here.
 //
-// A key's flag is its name in kebab case (petrel-differences (h), issue 8); configHelp(), the
+// A key's flag is its name in kebab case (petrel-differences (h)); configHelp(), the
 // flag parser and the file validator are all made from this table.
 
 import { DEFAULT_TAP_PREFIX } from '../host/tap.js';

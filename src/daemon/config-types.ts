@@ -47,7 +47,7 @@ export interface PetrelConfig {
   readonly tlsCa: string | null;
   readonly tlsCert: string | null;
   readonly tlsKey: string | null;
-  /** The web API's HTTPS listener (issue 24); tokens lead to tlsCa. */
+  /** The web API's HTTPS listener (docs/web.md); tokens lead to tlsCa. */
   readonly webListen: Endpoint | null;
   readonly webCert: string | null;
   readonly webKey: string | null;
@@ -69,7 +69,7 @@ export interface PetrelConfig {
   readonly maxSubscriberQueue: number;
   readonly maxSubscribers: number;
   readonly stopTimeout: number;
-  /** Every tender runs jailed (issue 22; docs/threat-model.md); `--no-jail` turns it off. */
+  /** Every tender runs jailed (docs/threat-model.md); `--no-jail` turns it off. */
   readonly jail: boolean;
   /** The uids (and gids) jailed tenders get, one per running unikernel. */
   readonly jailIds: IdRange;

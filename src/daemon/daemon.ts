@@ -427,7 +427,7 @@ async function openTls(
   return endpoint;
 }
 
-/** The web API (issue 24), loaded only when `webListen` is set; it reaches the engine as the TLS endpoint does. */
+/** The web API (docs/web.md), loaded only when `webListen` is set; it reaches the engine as the TLS endpoint does. */
 async function openWeb(
   config: PetrelConfig,
   log: Logger,
@@ -534,8 +534,8 @@ function webOrigin(config: PetrelConfig, nodeHost: string, web: StartReport['web
 
 /**
  * Reports this node's probed capabilities, the runtimes it serves and its capacity (root policy
- * minus allocations) to the fleet registry now and every heartbeat (issues 9, 16), and its
- * capacity again after every change of the tree. A registry that is down is logged and retried,
+ * minus allocations) to the fleet registry now and every heartbeat, and its capacity again after
+ * every change of the tree, so placement counts what the node holds. A registry that is down is logged and retried,
  * never fatal: the node simply ages out of the freshness window until it can report again.
  */
 async function joinFleet(

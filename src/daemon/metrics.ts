@@ -1,4 +1,4 @@
-// The Prometheus endpoint of petreld (issue 8 item 5): off unless `metricsListen` is set, and
+// The Prometheus endpoint of petreld: off unless `metricsListen` is set, and
 // meant for loopback. Usage per top-level path is read from the engine's tree at scrape time;
 // command latencies and restarts arrive on the engine's diagnostics channels.
 

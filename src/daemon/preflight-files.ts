@@ -40,7 +40,7 @@ export async function checkDirectory(key: 'stateDir' | 'runDir', dir: string, ui
   try {
     await writeFile(probe, '', { mode: 0o600 });
   } catch (error) {
-    // Writable but full: petreld starts all the same (issue 23); the free-space check says it.
+    // Writable but full: petreld starts all the same, to free space as it is asked; the free-space check says it.
     if (isNoSpace(error)) full = true;
     else
       return failed(
@@ -67,7 +67,7 @@ export async function checkStateFree(config: PetrelConfig): Promise<Outcome> {
 }
 
 /**
- * The run directory's free space (issue 23): a WARN, never fatal, when a create could not have
+ * The run directory's free space: a WARN, never fatal, when a create could not have
  * its FIFO and PID record there, so petreld still starts and serves the guests it adopts.
  */
 export async function checkRunFree(config: PetrelConfig): Promise<Outcome> {

@@ -35,7 +35,7 @@ async function persisting(scan: () => ProcessInRange[], graceMs: number): Promis
 }
 
 /**
- * The jail (issue 22). Off: a warning naming it. On: petrel-jail runs itself jailed (namespaces,
+ * The jail (docs/threat-model.md). Off: a warning naming it. On: petrel-jail runs itself jailed (namespaces,
  * private root, id change, filter: all of it on this host), the id range belongs to no user,
  * group, subordinate range or process but the tenders recorded in `<run-dir>/tenders` (or
  * claimed by another petreld's holder on this host), and

@@ -1,4 +1,4 @@
-// The Petrel dashboard (issue 24): sign in with a token, then every unikernel the token's
+// The Petrel dashboard: sign in with a token, then every unikernel the token's
 // delegation may see on this node and on every other node of the fleet (each node's own API,
 // the same token), grouped by node, its detail, the delegation's policies as bars, a deploy form.
 

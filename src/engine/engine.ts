@@ -232,7 +232,7 @@ export class Engine {
         return await task();
       } finally {
         await sweepStore(this.#users, this.#book, this.#host, this.#log);
-        // A reserve given up for a freeing command comes back once space allows (issue 23).
+        // A reserve given up for a freeing command comes back once space allows, so the next freeing command has it too.
         if (!this.#shuttingDown) await this.#book.refillReserve();
         if (!this.#shuttingDown) this.#quiet.worked();
       }

@@ -1,4 +1,4 @@
-// The jail side of the engine's host (issue 22): each jailed tender's id, host-wide claim and
+// The jail side of the engine's host (docs/threat-model.md): each jailed tender's id, host-wide claim and
 // cgroups, released after it exits; at start-up, whatever no adopted tender's jail holds goes.
 
 import { randomInt } from 'node:crypto';

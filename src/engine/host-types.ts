@@ -174,7 +174,7 @@ export interface JailOptions {
 }
 
 export interface HostOptions {
-  /** Jail every tender (issue 22); absent or null: tenders run as petreld's user, unjailed. */
+  /** Jail every tender (docs/threat-model.md); absent or null: tenders run as petreld's user, unjailed. */
   readonly jail?: JailOptions | null;
   readonly runDir: string;
   readonly stateDir: string;

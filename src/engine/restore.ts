@@ -81,7 +81,7 @@ export async function restoreState(
   let state = imported.value;
   const started = encodeSnapshot(state);
   if (!started.ok) return started;
-  // Best effort: on a full state directory the start goes on without it (issue 23).
+  // Best effort: on a full state directory the start goes on without it, so that it can free space.
   const kept = await ctx.host.keepStartedCopy(started.value);
   if (!kept.ok)
     ctx.log.warn({ problem: kept.error.message }, 'could not keep the state as read at this start');

@@ -1,4 +1,4 @@
-// Admission of connections nobody has authenticated yet (issues 21 and 23): the budgets of
+// Admission of connections nobody has authenticated yet, so floods of them cannot starve real clients: the budgets of
 // pending sockets and of bytes read from them, per peer address and in all, their deadlines,
 // and which connection gives way when a budget is full. Pure: time and bytes are passed in.
 //

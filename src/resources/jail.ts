@@ -1,4 +1,4 @@
-// The jail of a tender, decided without touching the host (issue 22; docs/threat-model.md):
+// The jail of a tender, decided without touching the host (docs/threat-model.md):
 // the id range and which id each running unikernel holds, the limits of one launch, where its
 // cgroups go (v1 and v2 alike, from /proc/self/mountinfo and /proc/self/cgroup), and the
 // arguments of native/build/petrel-jail that put it all in place between fork and exec.

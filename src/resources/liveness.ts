@@ -1,4 +1,4 @@
-// Liveness checks of `petrel replace` (issue 24 item 5), as values: what to probe and for how
+// Liveness checks of `petrel replace`, as values: what to probe and for how
 // long, each validated here (pure) by the CLI, the web API and petreld alike.
 
 import { err, ok, type PetrelError, type Result } from './errors.js';

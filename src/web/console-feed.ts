@@ -1,4 +1,4 @@
-// The web layer's console subscriptions (issue 24): ONE subscription to petreld per unikernel
+// The web layer's console subscriptions: ONE subscription to petreld per unikernel
 // name however many HTTP clients follow it, fanned out here, so browser tabs and API clients
 // never take petreld's subscriber slots (maxSubscribers) from `petrel console` followers.
 //

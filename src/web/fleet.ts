@@ -1,4 +1,4 @@
-// The fleet as the dashboard sees it (issue 24): the fresh nodes of the registry with their web
+// The fleet as the dashboard sees it: the fresh nodes of the registry with their web
 // origins (GET /api/v1/fleet), the origins this node answers CORS for, and the connect-src of
 // the dashboard's CSP. Read from the registry at most every few seconds, shared by every request.
 

@@ -1,4 +1,4 @@
-// The web API's HTTPS listener (`webListen`, issue 24) as petreld makes it, and the way each
+// The web API's HTTPS listener (`webListen`) as petreld makes it, and the way each
 // request goes through it:
 //
 // 1. Admission and TLS (listener.ts): the same gate as the mutual-TLS endpoint, TLS, node:http.

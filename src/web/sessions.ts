@@ -1,4 +1,4 @@
-// Browser sessions of the web API (issue 24): a token signed in once becomes an HttpOnly cookie
+// Browser sessions of the web API: a token signed in once becomes an HttpOnly cookie
 // naming a random id in this in-memory table, with a CSRF token every change must carry.
 //
 // A session holds the token's text, not a verdict: each use verifies it again (signature chain,
