@@ -9,6 +9,7 @@ import type { Logger } from 'pino';
 import { ConsoleHub } from '../console/hub.js';
 import { Engine } from '../engine/engine.js';
 import { createHost, type JailInfo } from '../engine/host.js';
+import { countLeftovers } from '../engine/leftovers.js';
 import type { FleetReporter } from '../fleet/reporter.js';
 import { loadAllocator } from '../host/allocator.js';
 import { writeFileAtomic } from '../host/files.js';
@@ -214,7 +215,13 @@ export function createDaemon(options: DaemonOptions): Daemon {
       return restored;
     }
     const restoredMs = Math.round(performance.now() - began);
-    for (const line of restored.value.cleaned) log.info({ leftover: line }, 'start-up cleanup');
+    // One line for the whole clean-up (a crash can leave dozens of cgroups), each item at debug;
+    // what could not be removed is a warning of its own.
+    const { cleaned } = restored.value;
+    if (cleaned.length > 0) log.info({ leftovers: countLeftovers(cleaned) }, 'start-up cleanup');
+    for (const { kind, what, failed } of cleaned)
+      if (failed) log.warn({ kind, leftover: what }, 'start-up cleanup could not remove a leftover');
+      else log.debug({ kind, leftover: what }, 'start-up cleanup');
 
     stats = lazyStatsService({
       source: engine,

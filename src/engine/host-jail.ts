@@ -20,6 +20,7 @@ import { blockDir } from '../host/paths.js';
 import { err, ok, type PetrelError, type Result } from '../resources/errors.js';
 import { type CgroupLayout, cgroupLimits, JailIds, jailLimits, jailOptions } from '../resources/jail.js';
 import type { EngineHost, HeldJail, Jail, JailOptions } from './host-types.js';
+import { type Leftover, leftover, leftoverFailed } from './leftovers.js';
 import type { HostResult } from './types.js';
 
 const MIB = 1024 * 1024;
@@ -33,7 +34,7 @@ export type JailSteps = Pick<
 export interface JailHost {
   readonly steps: JailSteps;
   /** Start-up clean-up of jails no adopted tender (`held`, their ids) runs in; what it did. */
-  reconcile(stateDir: string, held: readonly number[]): Promise<string[]>;
+  reconcile(stateDir: string, held: readonly number[]): Promise<Leftover[]>;
 }
 
 /** `holderPid`: the run directory's holder, for which jail ids are claimed. */
@@ -188,14 +189,14 @@ async function reconcileJails(
   stateDir: string,
   held: readonly number[],
   holder: number | null,
-): Promise<string[]> {
-  const done: string[] = [];
+): Promise<Leftover[]> {
+  const done: Leftover[] = [];
   const keep = new Set(held);
   // Claims of our holder that no adopted tender holds, and stale ones, go.
   for (const claim of listClaims(jail.claims)) {
     if (keep.has(claim.id) || (claim.holder !== null && claim.holder !== holder)) continue;
     releaseClaim(jail.claims, claim.id);
-    done.push(`released the claim on jail id ${claim.id}`);
+    done.push(leftover('jail claim', `released the claim on jail id ${claim.id}`));
   }
   const dir = blockDir(stateDir);
   const files = await listDirectory(dir);
@@ -208,14 +209,22 @@ async function reconcileJails(
     if (listClaims(jail.claims).some((c) => c.id === owner && c.holder !== null && c.holder !== holder))
       continue;
     const back = await returnToRoot(full);
-    done.push(back.ok ? `block ${file} handed back to root from jail id ${owner}` : back.error.message);
+    done.push(
+      back.ok
+        ? leftover('jail-owned block', `block ${file} handed back to root from jail id ${owner}`)
+        : leftoverFailed('jail-owned block', back.error.message),
+    );
   }
   const layout = (await jail.setup).layout;
   const claimed = new Set(listClaims(jail.claims).flatMap((c) => (c.holder === null ? [] : [c.id])));
   for (const id of await listJailCgroupIds(layout)) {
     if (keep.has(id) || claimed.has(id)) continue;
     const removed = await removeJailCgroups(layout, id);
-    done.push(removed.ok ? `removed the cgroups of jail id ${id}` : removed.error.message);
+    done.push(
+      removed.ok
+        ? leftover('jail cgroups', `removed the cgroups of jail id ${id}`)
+        : leftoverFailed('jail cgroups', removed.error.message),
+    );
   }
   return done;
 }

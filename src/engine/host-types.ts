@@ -8,6 +8,7 @@ import type { PetrelError, Result } from '../resources/errors.js';
 import type { IdRange, JailLimits } from '../resources/jail.js';
 import type { Name } from '../resources/name.js';
 import type { TenderKind } from '../tender/elf.js';
+import type { Leftover } from './leftovers.js';
 import type { TenderHost } from './tenders.js';
 import type { HostResult } from './types.js';
 
@@ -121,7 +122,7 @@ export interface EngineHost extends TenderHost {
    * temporaries, recorded tenders, taps with the prefix, FIFOs, per-unikernel files; returns
    * what it did, for the log.
    */
-  cleanLeftovers(owned: OwnedArtefacts): HostResult<string[]>;
+  cleanLeftovers(owned: OwnedArtefacts): HostResult<Leftover[]>;
 }
 
 export interface JailRequest {

@@ -57,6 +57,8 @@ export type {
   OwnedArtefacts,
 } from './host-types.js';
 
+import { type Leftover, leftover, leftoverFailed } from './leftovers.js';
+
 const MIB = 1024 * 1024;
 /** Most bytes an image may inflate to: hvt guests have at most 4 GiB, images are far smaller. */
 const MAX_INFLATED = 1024 * MIB;
@@ -261,11 +263,11 @@ export function createHost(options: HostOptions): EngineHost {
     },
 
     async cleanLeftovers(owned) {
-      const done: string[] = [];
+      const done: Leftover[] = [];
       for (const dir of [options.runDir, options.stateDir]) {
         const removed = await removeTemporaryFiles(dir);
         if (!removed.ok) return removed;
-        done.push(...removed.value);
+        done.push(...removed.value.map((what) => leftover('temporary file', what)));
       }
       const ownedRecords = new Set(owned.names.flatMap((n) => paths(pidRecordPath(options.runDir, n))));
       const ownedFiles = new Set(owned.files);
@@ -278,7 +280,8 @@ export function createHost(options: HostOptions): EngineHost {
         // A tender not under the holder (an earlier version's): stopped if it still runs.
         const stopped = await stopRecordedProcess(record, { graceMs: options.stopTimeoutMs });
         if (!stopped.ok) return stopped;
-        if (stopped.value === 'stopped') done.push(`stopped leftover tender ${record.pid}`);
+        if (stopped.value === 'stopped')
+          done.push(leftover('tender', `stopped leftover tender ${record.pid}`));
         removePidRecord(record.path);
       }
       const taps = await listOwnedTaps(net);
@@ -286,7 +289,9 @@ export function createHost(options: HostOptions): EngineHost {
       for (const tap of taps.value.filter((t) => !ownedTaps.has(t))) {
         const removed = await removeTap(tap, net);
         done.push(
-          removed.ok ? `removed tap ${tap}` : `could not remove tap ${tap}: ${removed.error.message}`,
+          removed.ok
+            ? leftover('tap', `removed tap ${tap}`)
+            : leftoverFailed('tap', `could not remove tap ${tap}: ${removed.error.message}`),
         );
       }
       done.push(...(await jails.reconcile(options.stateDir, owned.jailIds ?? [])));
@@ -294,12 +299,12 @@ export function createHost(options: HostOptions): EngineHost {
       if (!listed.ok) return listed;
       for (const fifo of listed.value.fifos.filter((f) => !ownedFiles.has(f))) {
         await rm(fifo, { force: true });
-        done.push(`removed fifo ${path.basename(fifo)}`);
+        done.push(leftover('fifo', `removed fifo ${path.basename(fifo)}`));
       }
       for (const other of listed.value.others) {
         if (!path.basename(other).startsWith(SPARE_PREFIX)) continue;
         await rm(other, { recursive: true, force: true });
-        done.push(`removed spare fifos ${path.basename(other)}`);
+        done.push(leftover('fifo', `removed spare fifos ${path.basename(other)}`));
       }
       const entries = await listDirectory(options.runDir);
       if (!entries.ok) return entries;
@@ -307,7 +312,7 @@ export function createHost(options: HostOptions): EngineHost {
         const file = path.join(options.runDir, entry);
         if (ownedFiles.has(file)) continue;
         await rm(file, { force: true });
-        done.push(`removed image link ${entry}`);
+        done.push(leftover('image link', `removed image link ${entry}`));
       }
       return ok(done);
     },

@@ -12,6 +12,7 @@ import { type Adoptable, planAdoption } from './adopt.js';
 import { committedState, withImported } from './albatross.js';
 import type { EngineContext } from './context.js';
 import { describeExit, vmKey } from './launch.js';
+import { type Leftover, leftover } from './leftovers.js';
 import { resolveReplacements } from './pending-replacements.js';
 import { allocationOf, blockLabel, type ImageInput } from './prepare.js';
 import { TEXT } from './replies.js';
@@ -26,7 +27,8 @@ export interface RestoreOptions {
 }
 
 export interface RestoreReport {
-  readonly cleaned: readonly string[];
+  /** What start-up found left over and did with it (the daemon logs how many of each kind). */
+  readonly cleaned: readonly Leftover[];
   /** Running tenders of committed unikernels taken over from an earlier petreld. */
   readonly adopted: readonly string[];
   readonly started: readonly string[];
@@ -66,7 +68,7 @@ export async function restoreState(
   if (!dirs.ok) return dirs;
   const blocks = await ctx.host.scanBlocks();
   if (!blocks.ok) return blocks;
-  for (const line of blocks.value.recovered) ctx.log.info({ leftover: line }, 'start-up cleanup');
+  const cleanedUp: Leftover[] = blocks.value.recovered.map((what) => leftover('block', what));
   for (const block of blocks.value.blocks) {
     const added = T.addBlock(ctx.tree(), block.name, block.sizeMiB);
     if (added.ok) ctx.setTree(added.value);
@@ -98,11 +100,10 @@ export async function restoreState(
   const held = await ctx.host.heldTenders();
   if (!held.ok) return held;
   const plan = planAdoption(state.unikernels, held.value);
-  const cleanedUp: string[] = [];
   for (const { held: tender, reason } of plan.dismiss) {
     const dismissed = await ctx.host.dismissTender(tender);
     if (!dismissed.ok) return dismissed;
-    cleanedUp.push(`${dismissed.value}: ${reason}`);
+    cleanedUp.push(leftover('tender', `${dismissed.value}: ${reason}`));
   }
   const cleaned = await ctx.host.cleanLeftovers({
     names: plan.adopt.map((a) => a.name),
@@ -119,7 +120,7 @@ export async function restoreState(
     new Map(state.unikernels.map((u) => [u.image.digest, u.image.size])),
   );
   if (!store.ok) return store;
-  cleanedUp.push(...store.value.removed);
+  cleanedUp.push(...store.value.removed.map((what) => leftover('image', what)));
   const missing = new Map(store.value.missing.map((m) => [m.digest, m.reason]));
   const adopting = new Set(plan.adopt.map((a) => vmKey(a.name)));
   const gone = state.unikernels.filter(
@@ -170,7 +171,7 @@ export async function restoreState(
     // Refused by admission (the host shrank), or gone from the holder meanwhile.
     failed.push({ name: key, reason: outcome?.error.message ?? 'not adopted' });
     const dismissed = await ctx.host.dismissTender(adoptable.held);
-    if (dismissed.ok) cleanedUp.push(dismissed.value);
+    if (dismissed.ok) cleanedUp.push(leftover('tender', dismissed.value));
   }
   for (const away of plan.exited) {
     handled.add(vmKey(away.name));
