@@ -12,15 +12,16 @@
 //   4. Nothing runs that no delegation of the node's own CA asked for, within its policy, until
 //      that delegation expires or is revoked.
 
-import type { UnikernelConfig } from '../wire/types.js';
+import type { Requirements } from './placement.js';
 
 /** The SHA-256 of an image, lower-case hex: the registry stores each image once under it. */
 export type ImageDigest = string;
 
 /**
- * What a delegation signs for a deployment. The unikernel's configuration is that of an
- * Albatross create command with an empty image (the image is named by its digest), so the node
- * reads it with the wire codec and admits it as a TLS session's create.
+ * What a delegation signs for a deployment. The unikernel's configuration is the DER of an
+ * Albatross create command with an empty image (the image is named by its digest), as a command
+ * certificate carries it, so a node decodes it with the wire codec and admits it as a TLS
+ * session's create; src/fleet keeps it as bytes (it does not import src/wire).
  */
 export interface DeploymentRequest {
   /** The full name the replicas run under: the signer's delegation path and a label (`alice:web`). */
@@ -28,8 +29,12 @@ export interface DeploymentRequest {
   /** How many copies, each on a node of its own (≥ 1). */
   readonly replicas: number;
   readonly image: { readonly sha256: ImageDigest; readonly size: number };
-  /** Everything but the image, whose `image` field is empty. */
-  readonly config: UnikernelConfig;
+  /** The create command's DER, its image empty. */
+  readonly command: Uint8Array;
+  /** What placement needs of it: derived from `command` when signed, checked again by every node. */
+  readonly requirements: Requirements;
+  /** How many block devices it has: a deployment with any is never re-placed. */
+  readonly blockDevices: number;
   /** A node the deployment is pinned to (`--node`), or null for any that qualifies. */
   readonly node: string | null;
 }
