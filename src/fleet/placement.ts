@@ -85,6 +85,8 @@ export interface PlacementOptions {
   readonly vm?: string;
   /** Nodes that already refused this create, with what they said: they do not qualify again. */
   readonly refused?: ReadonlyMap<string, string>;
+  /** Nodes that may not take it, with why (a node holding another replica of its deployment). */
+  readonly excluded?: ReadonlyMap<string, string>;
 }
 
 export interface NodeVerdict {
@@ -226,8 +228,9 @@ function verdict(
   const reasons: string[] = [];
   const refusal = options.refused?.get(row.id);
   if (refusal !== undefined) reasons.push(`refused this create: ${refusal}`);
-  // A clock a little ahead of the database's (negative age) still counts as fresh.
-  if (!(ageMs <= options.freshMs)) {
+  const exclusion = options.excluded?.get(row.id);
+  if (exclusion !== undefined) reasons.push(exclusion);
+  if (!isFresh(row, options.now, options.freshMs)) {
     reasons.push(
       `stale (last seen ${formatSeconds(ageMs)} ago, fresh window ${formatSeconds(options.freshMs)})`,
     );
@@ -247,6 +250,12 @@ function verdict(
     available,
     reasons,
   };
+}
+
+/** Whether `row` was seen within `freshMs` of `now`: a node that was not is stale to placement
+ * and lost to the fleet. A clock a little ahead of the database's (negative age) still counts. */
+export function isFresh(row: Pick<NodeRow, 'lastSeen'>, now: Date, freshMs: number): boolean {
+  return now.getTime() - row.lastSeen.getTime() <= freshMs;
 }
 
 /** Chooses a node for `req` among `rows`, or says for every node why it cannot. */
