@@ -5,7 +5,7 @@
 // What must stay true (deployment.ts's invariants, for one round):
 //   1. A replica whose node is fresh keeps it; one whose node is lost (not seen for `lostAfter`)
 //      is placed again with a higher generation, unless it has block devices or is pinned: then it
-//      waits for that node. Exited, refused and expired replicas are left where they are.
+//      waits for that node. Waiting, exited, refused and expired replicas are left where they are.
 //   2. Every placement is placement.ts's, with `lostAfter` as its freshness window, so a replica
 //      is never placed on a lost node; a failed one is `unplaced` with the reason per node.
 //   3. Placements of one round count against each other's room, as reservations do, and never
@@ -107,11 +107,12 @@ export function planFleet(input: FleetInput): FleetAction[] {
         continue;
       }
       if (a !== undefined && a.node !== null) {
-        if (fresh.has(a.node)) continue;
+        // A waiting replica waits for its node even if its request has changed since.
+        if (fresh.has(a.node) || a.state === 'waiting') continue;
         const why: WaitWhy | null =
           request.blockDevices > 0 ? 'block devices' : request.node !== null ? 'pinned' : null;
         if (why !== null) {
-          if (a.state !== 'waiting') actions.push({ kind: 'wait', replica, node: a.node, why });
+          actions.push({ kind: 'wait', replica, node: a.node, why });
           continue;
         }
         of.delete(a.node);

@@ -103,6 +103,10 @@ describe('planFleet', () => {
     const deployments = [deployment('alice:db', { blockDevices: 1 })];
     expect(planFleet(input({ deployments, assignments: waiting, nodes }))).toEqual([]);
     expect(planFleet(input({ deployments, assignments: waiting, nodes: [row('a'), row('b')] }))).toEqual([]);
+    // Its request changed since (no block devices now): it still waits for its node.
+    expect(planFleet(input({ deployments: [deployment('alice:db')], assignments: waiting, nodes }))).toEqual(
+      [],
+    );
   });
 
   it('lets a pinned replica wait for its lost node', () => {
