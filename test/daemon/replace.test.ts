@@ -5,36 +5,27 @@
 // SIGKILL during the check (rolled back) or after the pass (kept) is resolved at the next start.
 
 import { createHash } from 'node:crypto';
-import { existsSync } from 'node:fs';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Wire } from '../../src/wire/types.js';
 import { petrel } from '../cli/io.js';
 import { commandFrame, open, request, said } from '../daemon/client.js';
-import { type DaemonProcess, launchDaemon } from '../daemon/process.js';
-import { canaryImage, repo, testTender } from '../engine/guest.js';
+import type { DaemonProcess } from '../daemon/process.js';
+import { canaryImage } from '../engine/guest.js';
 import { canaryConfig, makeNetns, storedState } from '../engine/harness.js';
+import { processTests } from './process-tests.js';
 
-let base: string;
-let tender: string;
+const suite = processTests('replace');
 let oldImage: Buffer;
 let newFile: string;
 const sha = (b: Uint8Array) => createHash('sha256').update(b).digest('hex');
 
 beforeAll(async () => {
-  if (!existsSync(path.join(repo, 'dist', 'src', 'daemon', 'daemon.js')))
-    throw new Error('dist/ is missing: run `npm run build` before these tests');
-  base = await mkdtemp(path.join(tmpdir(), 'petrel-replace-'));
-  tender = await testTender(base);
   oldImage = await readFile(canaryImage);
   // Bytes after the ELF that the tender ignores: another image, another digest.
-  newFile = path.join(base, 'canary-v2.hvt');
+  newFile = path.join(suite.base, 'canary-v2.hvt');
   await writeFile(newFile, Buffer.concat([oldImage, Buffer.from('replacement v2')]));
-});
-afterAll(async () => {
-  await rm(base, { recursive: true, force: true });
 });
 
 interface Node {
@@ -44,19 +35,14 @@ interface Node {
   daemon: DaemonProcess;
 }
 
-function launch(node: Pick<Node, 'dir' | 'netns'>, crashAt?: string): Promise<DaemonProcess> {
-  const { dir } = node;
-  const flags = ['--state-dir', `${dir}/state`, '--run-dir', `${dir}/run`, '--tender-hvt', tender];
-  flags.push('--stop-timeout', '2s', '--canary-deadline', '5s', '--log-level', 'warn');
-  return launchDaemon(flags, {
-    PETREL_TEST_NETNS: node.netns.name,
-    PETREL_FAKE_KVM: '1',
-    ...(crashAt ? { PETREL_CRASH_AT: crashAt } : {}),
+const launch = (node: Pick<Node, 'dir' | 'netns'>, crashAt?: string): Promise<DaemonProcess> =>
+  suite.launch(node.dir, node.netns.name, {
+    flags: ['--canary-deadline', '5s'],
+    env: crashAt ? { PETREL_CRASH_AT: crashAt } : {},
   });
-}
 
 async function startNode(crashAt?: string): Promise<Node> {
-  const dir = await mkdtemp(path.join(base, 'node-'));
+  const dir = await mkdtemp(path.join(suite.base, 'node-'));
   const netns = makeNetns();
   const daemon = await launch({ dir, netns }, crashAt);
   return { dir, netns, daemon, socket: `${dir}/run/util/vmmd.sock` };
