@@ -10,7 +10,7 @@ import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { canaryImage, repo } from '../engine/guest.js';
-import { type Petreld, startPetreld } from '../tls/petreld.js';
+import { type Petreld, remoteFlags, startPetreld } from '../tls/petreld.js';
 import { progressDraws } from './io.js';
 
 const executable = path.join(repo, 'dist', 'src', 'cli', 'petrel.js');
@@ -33,16 +33,7 @@ beforeAll(async () => {
   bigSize = image.length;
   await writeFile(bigImage, image);
   at = ['--run-dir', petreld.runDir];
-  remote = [
-    '--remote',
-    `127.0.0.1:${petreld.port}`,
-    '--ca',
-    path.join(petreld.ca, 'cacert.pem'),
-    '--cert',
-    path.join(petreld.ca, 'alice.pem'),
-    '--key',
-    path.join(petreld.ca, 'alice.key'),
-  ];
+  remote = remoteFlags(petreld, 'alice');
 });
 afterAll(() => petreld?.stop());
 

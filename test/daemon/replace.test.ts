@@ -13,7 +13,7 @@ import { petrel } from '../cli/io.js';
 import { commandFrame, open, request, said } from '../daemon/client.js';
 import type { DaemonProcess } from '../daemon/process.js';
 import { canaryImage } from '../engine/guest.js';
-import { canaryConfig, makeNetns, storedState } from '../engine/harness.js';
+import { canaryConfig, makeNetns, storedState, waitFor } from '../engine/harness.js';
 import { processTests } from './process-tests.js';
 
 const suite = processTests('replace');
@@ -95,14 +95,20 @@ async function consoleSince(node: Node, vm: string, since: Date): Promise<string
   );
 }
 
-async function waitFor<T>(probe: () => Promise<T | undefined>, what: string, ms = 20_000): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const found = await probe();
-    if (found !== undefined) return found;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
+/**
+ * Starts replacing `vm` by the new image with a check that never passes, and waits until its
+ * pending record is stored; `answer`: the replace's, still to come.
+ */
+async function replaceHeldInCheck(node: Node, vm: string): Promise<{ answer: Promise<Wire[]> }> {
+  const replacing = request(node.socket, vm, {
+    type: 'unikernel-create',
+    force: true,
+    release: '2.7',
+    config: await canaryConfig(newFile, ['wait', 'v2']),
+    check: { probe: { kind: 'console', regex: 'never' }, withinMs: 20_000, keepConfig: false },
+  });
+  await waitFor(async () => (await storedState(`${node.dir}/state`)).replacements?.[0], 'the pending record');
+  return { answer: replacing };
 }
 
 describe('replace with a liveness check, one petreld', () => {
@@ -263,17 +269,7 @@ describe('replace with a liveness check, one petreld', () => {
     timeout: 60_000,
   }, async () => {
     expect(await createOld(node, ':raced')).toEqual(['created unikernel']);
-    const replacing = request(node.socket, ':raced', {
-      type: 'unikernel-create',
-      force: true,
-      release: '2.7',
-      config: await canaryConfig(newFile, ['wait', 'v2']),
-      check: { probe: { kind: 'console', regex: 'never' }, withinMs: 20_000, keepConfig: false },
-    });
-    await waitFor(
-      async () => (await storedState(`${node.dir}/state`)).replacements?.[0],
-      'the pending record',
-    );
+    const replacing = (await replaceHeldInCheck(node, ':raced')).answer;
     const created = await cli(
       node,
       'create',
@@ -310,17 +306,7 @@ describe('replace with a liveness check, one petreld', () => {
 
   it('a destroy during the check gives the replacement up', { timeout: 60_000 }, async () => {
     expect(await createOld(node, ':gone')).toEqual(['created unikernel']);
-    const replacing = request(node.socket, ':gone', {
-      type: 'unikernel-create',
-      force: true,
-      release: '2.7',
-      config: await canaryConfig(newFile, ['wait', 'v2']),
-      check: { probe: { kind: 'console', regex: 'never' }, withinMs: 20_000, keepConfig: false },
-    });
-    await waitFor(
-      async () => (await storedState(`${node.dir}/state`)).replacements?.[0],
-      'the pending record',
-    );
+    const replacing = (await replaceHeldInCheck(node, ':gone')).answer;
     // One replacement of a name at a time.
     const second = await cli(node, 'replace', 'gone', newFile, '--console-line', 'x');
     expect(second.code).toBe(117);
@@ -363,40 +349,36 @@ async function replaceUntilCrash(node: Node) {
 }
 
 describe('replace across a SIGKILL of petreld', () => {
-  it('killed during the check: the next start brings the previous unikernel back', {
-    timeout: 90_000,
-  }, async () => {
-    const node = await startNode(':web@replace-checking');
+  // Each kill point: whether the check had passed, and the image the next start then runs.
+  it.each([
+    {
+      what: 'killed during the check: the next start brings the previous unikernel back',
+      crashAt: ':web@replace-checking',
+      passed: false,
+      runs: async () => sha(oldImage),
+    },
+    {
+      what: 'killed after the check passed: the next start keeps the new unikernel',
+      crashAt: ':web@replace-passed',
+      passed: true,
+      runs: async () => sha(await readFile(newFile)),
+    },
+  ])('$what', { timeout: 90_000 }, async ({ crashAt, passed, runs }) => {
+    const node = await startNode(crashAt);
     try {
       expect(await createOld(node, ':web')).toEqual(['created unikernel']);
       expect(await replaceUntilCrash(node)).toEqual({ code: null, signal: 'SIGKILL' });
       const atCrash = await storedState(`${node.dir}/state`);
       expect(atCrash.replacements?.map((r) => [r.name.label, r.passed, r.previous.image.digest])).toEqual([
-        ['web', false, sha(oldImage)],
+        ['web', passed, sha(oldImage)],
       ]);
       node.daemon = await launch(node);
+      const digest = await runs();
       const after = await infoOf(node, ':web');
-      expect(after?.digest).toBe(sha(oldImage));
+      expect(after?.digest).toBe(digest);
       const state = await storedState(`${node.dir}/state`);
       expect(state.replacements).toBeUndefined();
-      expect(state.unikernels.find((u) => u.name.label === 'web')?.image.digest).toBe(sha(oldImage));
-    } finally {
-      await stopNode(node);
-    }
-  });
-
-  it('killed after the check passed: the next start keeps the new unikernel', {
-    timeout: 90_000,
-  }, async () => {
-    const node = await startNode(':web@replace-passed');
-    try {
-      expect(await createOld(node, ':web')).toEqual(['created unikernel']);
-      expect(await replaceUntilCrash(node)).toEqual({ code: null, signal: 'SIGKILL' });
-      expect((await storedState(`${node.dir}/state`)).replacements?.map((r) => r.passed)).toEqual([true]);
-      node.daemon = await launch(node);
-      const after = await infoOf(node, ':web');
-      expect(after?.digest).toBe(sha(await readFile(newFile)));
-      expect((await storedState(`${node.dir}/state`)).replacements).toBeUndefined();
+      expect(state.unikernels.find((u) => u.name.label === 'web')?.image.digest).toBe(digest);
     } finally {
       await stopNode(node);
     }

@@ -267,6 +267,17 @@ export async function until(check: () => boolean, ms = 10_000): Promise<void> {
   }
 }
 
+/** Waits until `probe` finds something (not undefined), polling every 50 ms; throws naming `what` after `ms`. */
+export async function waitFor<T>(probe: () => Promise<T | undefined>, what: string, ms = 20_000): Promise<T> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const found = await probe();
+    if (found !== undefined) return found;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
 /** Waits until the console ring of `vm` holds a line containing `text`. */
 export async function waitForLine(
   hub: ConsoleHub,

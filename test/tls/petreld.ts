@@ -115,6 +115,14 @@ export async function startPetreld(
   };
 }
 
+/** The flags of `petrel --remote` that reach a Petreld over TLS as the delegation `label`. */
+export function remoteFlags(petreld: Petreld, label: string): string[] {
+  return [
+    ...['--remote', `127.0.0.1:${petreld.port}`, '--ca', path.join(petreld.ca, 'cacert.pem')],
+    ...['--cert', path.join(petreld.ca, `${label}.pem`), '--key', path.join(petreld.ca, `${label}.key`)],
+  ];
+}
+
 /** A token of the delegation `label` of a Petreld's PKI (`petrel ca token`), its text. */
 export async function mintToken(petreld: Petreld, label: string, name: string): Promise<string> {
   const cert = path.join(petreld.ca, `${label}.pem`);

@@ -18,11 +18,9 @@ import { issue } from '../../src/tls/pki.js';
 import { encodeToken, parseToken } from '../../src/tls/token.js';
 import { x509 } from '../../src/tls/x509.js';
 import { parseUsage } from '../../src/web/usage-file.js';
-import type { Command } from '../../src/wire/types.js';
 import { canaryImage } from '../engine/guest.js';
-import { canaryConfig, until } from '../engine/harness.js';
-import { name as parseName } from '../tls/helpers.js';
-import { mintToken, type Petreld, petrelCa, startPetreld } from '../tls/petreld.js';
+import { until } from '../engine/harness.js';
+import { createCanary, mintToken, type Petreld, petrelCa, startPetreld } from '../tls/petreld.js';
 import { type ApiReply, bodyOf, getBytes, openApi, type WebClient, webClient } from './client.js';
 import { checkResponse } from './openapi.js';
 
@@ -93,17 +91,7 @@ const ONE = '/api/v1/unikernels/{name}';
 const RESTART = '/api/v1/unikernels/{name}/restart';
 const NODE = '/api/v1/node';
 
-const create = async (vm: string): Promise<Command> => ({
-  type: 'unikernel-create',
-  force: false,
-  release: '2.7',
-  config: await canaryConfig(canaryImage, ['wait', vm], { memory: 16 }),
-});
-
-async function createByTls(label: string, vm: string): Promise<void> {
-  const answer = await petreld.remote(label).request(parseName(vm), await create(vm));
-  if (!answer.ok || answer.value.kind !== 'reply') throw new Error(`create ${vm}: ${JSON.stringify(answer)}`);
-}
+const createByTls = (label: string, vm: string) => createCanary(petreld, label, vm, ['wait', vm]);
 
 const running = () => [...petreld.daemon.engine.running].sort();
 const audits = () => petreld.logs.filter((l) => l.event === 'web.audit');
