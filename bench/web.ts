@@ -12,13 +12,12 @@
 import { readFile } from 'node:fs/promises';
 import { request } from 'node:https';
 import path from 'node:path';
-import { caCommand } from '../src/cli/commands/ca.js';
 import { unwrap } from '../src/resources/errors.js';
 import { parseName } from '../src/resources/name.js';
 import type { Command } from '../src/wire/types.js';
 import { canaryImage, guestMode } from '../test/engine/guest.js';
 import { canaryConfig } from '../test/engine/harness.js';
-import { startPetreld } from '../test/tls/petreld.js';
+import { mintToken, startPetreld } from '../test/tls/petreld.js';
 import { loadAverage } from './support/load.js';
 
 const ROUNDS = Number(process.env.BENCH_WEB_ROUNDS ?? 20);
@@ -36,27 +35,7 @@ const petreld = await startPetreld(
 );
 try {
   const cacert = await readFile(path.join(petreld.ca, 'cacert.pem'));
-  let token = '';
-  await caCommand.run(
-    [
-      'token',
-      '--cert',
-      path.join(petreld.ca, 'alice.pem'),
-      '--key',
-      path.join(petreld.ca, 'alice.key'),
-      '--name',
-      'bench',
-    ],
-    {
-      stdout: (t) => {
-        token += String(t);
-      },
-      stderr: () => {},
-      readFile: async () => new Uint8Array(),
-      writeFile: async () => {},
-    },
-  );
-  token = token.trim();
+  const token = await mintToken(petreld, 'alice', 'bench');
   const image = await readFile(canaryImage);
   const port = petreld.webPort as number;
   const headers = { authorization: `Bearer ${token}` };

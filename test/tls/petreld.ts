@@ -5,13 +5,15 @@
 // probe's kvm answer; the engine, sockets, state file and TLS endpoint are the real ones.
 
 import { existsSync } from 'node:fs';
-import { mkdir } from 'node:fs/promises';
+import { mkdir, readFile } from 'node:fs/promises';
+import type { IncomingMessage } from 'node:http';
 import path from 'node:path';
 import pino from 'pino';
 import { caCommand } from '../../src/cli/commands/ca.js';
 import { createRemoteTransport } from '../../src/tls/client.js';
 import type { Transport } from '../../src/wire/exchange.js';
 import { freshDaemon, type TestDaemon } from '../daemon/start.js';
+import { bodyOf, openApi } from '../web/client.js';
 
 /** `petrel ca ARGS...`, what it printed; throws with its stderr when it fails. */
 export async function petrelCa(...args: string[]): Promise<string> {
@@ -145,36 +147,16 @@ export async function webRequest(
   body?: string | Buffer,
   localAddress?: string,
 ): Promise<WebReply> {
-  const { request } = await import('node:https');
-  const { readFile } = await import('node:fs/promises');
-  const ca = await readFile(path.join(petreld.ca, 'cacert.pem'));
+  const api = { port: petreld.webPort as number, ca: await readFile(path.join(petreld.ca, 'cacert.pem')) };
+  const length = body === undefined ? {} : { 'content-length': String(Buffer.byteLength(body)) };
   return new Promise((resolve, reject) => {
-    const all = {
-      ...headers,
-      ...(body === undefined ? {} : { 'content-length': String(Buffer.byteLength(body)) }),
-    };
-    const req = request(
-      {
-        host: '127.0.0.1',
-        port: petreld.webPort as number,
-        method,
-        path: url,
-        headers: all,
-        ca,
-        agent: false,
-        ...(localAddress === undefined ? {} : { localAddress }),
-      },
-      (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('end', () =>
-          resolve({
-            status: res.statusCode as number,
-            headers: res.headers,
-            text: Buffer.concat(chunks).toString('utf8'),
-          }),
-        );
-      },
+    const req = openApi(api, null, method, url, { ...headers, ...length }, localAddress);
+    req.on('response', (res: IncomingMessage) =>
+      bodyOf(res).then(
+        (all) =>
+          resolve({ status: res.statusCode as number, headers: res.headers, text: all.toString('utf8') }),
+        reject,
+      ),
     );
     req.on('error', (e) => reject(new Error(`${method} ${url}: ${e.message}`)));
     req.end(body);

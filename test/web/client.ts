@@ -7,7 +7,7 @@ import { readFile } from 'node:fs/promises';
 import type { ClientRequest, IncomingMessage } from 'node:http';
 import { request } from 'node:https';
 import path from 'node:path';
-import type { Petreld } from '../tls/petreld.js';
+import { type Petreld, type WebReply, webRequest } from '../tls/petreld.js';
 import { checkResponse } from './openapi.js';
 
 export interface ApiReply {
@@ -156,6 +156,22 @@ export async function webClient(petreld: Petreld, token: string): Promise<WebCli
         ...(options.localAddress === undefined ? {} : { localAddress: options.localAddress }),
       }),
   };
+}
+
+/** Signs in to a browser session with `token` (POST /api/v1/session), the reply checked against the document. */
+export async function signIn(petreld: Petreld, token: string, localAddress?: string): Promise<WebReply> {
+  const body = JSON.stringify({ token });
+  const headers = { 'content-type': 'application/json' };
+  const reply = await webRequest(petreld, 'POST', '/api/v1/session', headers, body, localAddress);
+  checkResponse('POST', '/api/v1/session', reply.status, JSON.parse(reply.text));
+  return reply;
+}
+
+/** The session a sign-in made: its cookie (`name=value`, as a browser sends it back) and CSRF token. */
+export function sessionOf(reply: WebReply): { cookie: string; csrf: string } {
+  const set = reply.headers['set-cookie'];
+  const cookie = String(Array.isArray(set) ? set[0] : set).split(';')[0] as string;
+  return { cookie, csrf: String((JSON.parse(reply.text) as { csrf?: unknown }).csrf) };
 }
 
 /** Waits until `check` holds (it may be async), failing with `what` after `ms`. */
