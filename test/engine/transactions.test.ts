@@ -1,11 +1,11 @@
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { unwrap } from '../../src/resources/errors.js';
 import { makePolicy } from '../../src/resources/policy.js';
+import { engineEachTest } from './each.js';
 import { canaryImage, canaryNetImage } from './guest.js';
 import {
   canaryConfig,
   createCommand,
-  makeEngine,
   name,
   replyText,
   storedState,
@@ -14,11 +14,8 @@ import {
 } from './harness.js';
 
 let t: TestEngine;
-beforeEach(async () => {
-  t = await makeEngine();
-});
-afterEach(async () => {
-  await t?.close();
+engineEachTest((made) => {
+  t = made;
 });
 
 const policy = (vms: number, memory: number) =>
