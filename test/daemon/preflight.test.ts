@@ -458,11 +458,7 @@ describe.skipIf(!isRoot)('bridges', () => {
   let netns: string;
   netnsEachTest(
     'petrel-pre',
-    [
-      ['link', 'add', 'br0', 'type', 'bridge'],
-      ['link', 'set', 'dev', 'br0', 'up'],
-      ['link', 'add', 'br1', 'type', 'bridge'],
-    ],
+    ['link add br0 type bridge', 'link set dev br0 up', 'link add br1 type bridge'],
     (made) => {
       netns = made;
     },

@@ -50,13 +50,13 @@ export function tempDirEachTest(use: (dir: string) => void): void {
 }
 
 /**
- * A network namespace `<prefix>-<random>` for each test of the calling describe, made with the
- * links `links` adds (each `ip -n <it> ARGS...`) and always deleted after the test, once
- * `tearDown` ran. `use` is given each name; the returned function runs `ip -n <current> ARGS...`.
+ * A network namespace `<prefix>-<random>` for each test of the calling describe, made with what
+ * `links` adds (each `ip -n <it> ARGS...`, its words split at spaces) and always deleted after
+ * the test, once `tearDown` ran. `use` is given each name; the returned function runs `ip -n <current> ARGS...`.
  */
 export function netnsEachTest(
   prefix: string,
-  links: readonly (readonly string[])[],
+  links: readonly string[],
   use: (netns: string) => void,
   tearDown: () => void = () => {},
 ): (...args: string[]) => string {
@@ -66,7 +66,7 @@ export function netnsEachTest(
     netns = `${prefix}-${randomBytes(4).toString('hex')}`;
     execFileSync('ip', ['netns', 'add', netns]);
     use(netns);
-    for (const args of links) ip(...args);
+    for (const args of links) ip(...args.split(' '));
   });
   afterEach(() => {
     try {

@@ -57,11 +57,7 @@ describe.skipIf(!isRoot)('taps in a network namespace', () => {
   let netns: string;
   const ip = netnsEachTest(
     'petrel-test',
-    [
-      ['link', 'add', 'br0', 'type', 'bridge'],
-      ['link', 'add', 'br1', 'type', 'bridge'],
-      ['link', 'add', 'veth0', 'type', 'veth', 'peer', 'name', 'veth1'],
-    ],
+    ['link add br0 type bridge', 'link add br1 type bridge', 'link add veth0 type veth peer name veth1'],
     (made) => {
       netns = made;
     },

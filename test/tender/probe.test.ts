@@ -214,11 +214,7 @@ describe.skipIf(!isRoot)('bridges and netAdmin in a network namespace', () => {
   let netns: string;
   const ip = netnsEachTest(
     'petrel-probe',
-    [
-      ['link', 'add', 'br1', 'type', 'bridge'],
-      ['link', 'add', 'br0', 'type', 'bridge'],
-      ['link', 'set', 'dev', 'br0', 'up'],
-    ],
+    ['link add br1 type bridge', 'link add br0 type bridge', 'link set dev br0 up'],
     (made) => {
       netns = made;
     },

@@ -51,16 +51,17 @@ export async function rootCa(cn = 'ca', keyType: KeyType = 'ed25519'): Promise<I
   return { chain: [certificate], key };
 }
 
-/** A server certificate issued by `issuer` for a year (CN server), and both it and its key as PEM. */
+/** A server certificate issued by `issuer` (CN server, for a year), and both it and its key as PEM. */
 export async function serverIdentity(
   issuer: Issuer,
+  lifetimeDays = 365,
 ): Promise<{ certificate: x509.X509Certificate; cert: string; key: string }> {
   const key = await generateKey('ed25519');
   const { certificate } = await issue({
     profile: 'server',
     commonName: 'server',
     publicKey: key.publicKey,
-    validity: validityFor(new Date(), days(365)),
+    validity: current(lifetimeDays),
     issuer,
   });
   return { certificate, cert: certificate.toString('pem'), key: await exportPrivateKey(key) };
