@@ -6,14 +6,13 @@
 
 import { existsSync } from 'node:fs';
 import { mkdir, readFile } from 'node:fs/promises';
-import type { IncomingMessage } from 'node:http';
 import path from 'node:path';
 import pino from 'pino';
 import { caCommand } from '../../src/cli/commands/ca.js';
 import { createRemoteTransport } from '../../src/tls/client.js';
 import type { Transport } from '../../src/wire/exchange.js';
 import { freshDaemon, type TestDaemon } from '../daemon/start.js';
-import { bodyOf, openApi } from '../web/client.js';
+import { requestApi } from '../web/client.js';
 
 /** `petrel ca ARGS...`, what it printed; throws with its stderr when it fails. */
 export async function petrelCa(...args: string[]): Promise<string> {
@@ -148,19 +147,7 @@ export async function webRequest(
   localAddress?: string,
 ): Promise<WebReply> {
   const api = { port: petreld.webPort as number, ca: await readFile(path.join(petreld.ca, 'cacert.pem')) };
-  const length = body === undefined ? {} : { 'content-length': String(Buffer.byteLength(body)) };
-  return new Promise((resolve, reject) => {
-    const req = openApi(api, null, method, url, { ...headers, ...length }, localAddress);
-    req.on('response', (res: IncomingMessage) =>
-      bodyOf(res).then(
-        (all) =>
-          resolve({ status: res.statusCode as number, headers: res.headers, text: all.toString('utf8') }),
-        reject,
-      ),
-    );
-    req.on('error', (e) => reject(new Error(`${method} ${url}: ${e.message}`)));
-    req.end(body);
-  });
+  return requestApi(api, method, url, headers, body, localAddress);
 }
 
 /** Waits until `check` resolves true, polling every 100 ms; throws naming `what` after `ms`. */

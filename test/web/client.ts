@@ -57,6 +57,30 @@ export function bodyOf(res: IncomingMessage): Promise<Buffer> {
   });
 }
 
+/** One HTTPS request to the API with `headers` as given (no token added), its body as text. */
+export function requestApi(
+  api: WebApi,
+  method: string,
+  url: string,
+  headers: Record<string, string> = {},
+  body?: string | Buffer,
+  localAddress?: string,
+): Promise<WebReply> {
+  const length = body === undefined ? {} : { 'content-length': String(Buffer.byteLength(body)) };
+  return new Promise((resolve, reject) => {
+    const req = openApi(api, null, method, url, { ...headers, ...length }, localAddress);
+    req.on('response', (res: IncomingMessage) =>
+      bodyOf(res).then(
+        (all) =>
+          resolve({ status: res.statusCode as number, headers: res.headers, text: all.toString('utf8') }),
+        reject,
+      ),
+    );
+    req.on('error', (e) => reject(new Error(`${method} ${url}: ${e.message}`)));
+    req.end(body);
+  });
+}
+
 /** A GET's status, headers and raw body (an image, a block device's bytes). */
 export function getBytes(
   api: WebApi,
