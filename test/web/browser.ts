@@ -35,3 +35,17 @@ export async function signIn(page: Page, origin: string, token: string): Promise
   await page.locator('#sign-in button').click();
   await page.locator('#sign-out').waitFor();
 }
+
+/**
+ * Pixels of the dashboard plots' first colour (#2c7fb8) on the canvas `id` of `page`: the series,
+ * not the grid. Page code is given as text: the tests' TypeScript has no DOM.
+ */
+export const seriesPixels = (page: Page, id: string): Promise<number> =>
+  page.evaluate(`(() => {
+    const canvas = document.getElementById(${JSON.stringify(id)});
+    const data = canvas.getContext('2d').getImageData(0, 0, canvas.width, canvas.height).data;
+    let n = 0;
+    for (let i = 0; i < data.length; i += 4)
+      if (Math.abs(data[i] - 44) < 8 && Math.abs(data[i + 1] - 127) < 8 && Math.abs(data[i + 2] - 184) < 8) n++;
+    return n;
+  })()`);

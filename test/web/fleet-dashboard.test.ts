@@ -16,7 +16,7 @@ import { canaryImage, guestMode } from '../engine/guest.js';
 import { describeWithPostgres } from '../fleet/pg.js';
 import { repo } from '../repo.js';
 import { eventually, mintToken, type Petreld, startPetreld, webRequest } from '../tls/petreld.js';
-import { chromiumMissing, launchChromium, playwrightVersion, signIn } from './browser.js';
+import { chromiumMissing, launchChromium, playwrightVersion, seriesPixels, signIn } from './browser.js';
 import { checkResponse } from './openapi.js';
 
 const missing = chromiumMissing();
@@ -36,17 +36,6 @@ async function ca(...args: string[]): Promise<number> {
 }
 
 const originOf = (p: Petreld) => `https://127.0.0.1:${p.webPort}`;
-
-/** Pixels of the plots' first colour on a canvas (page code as text: the tests have no DOM types). */
-const seriesPixels = (page: Page, id: string): Promise<number> =>
-  page.evaluate(`(() => {
-    const canvas = document.getElementById(${JSON.stringify(id)});
-    const data = canvas.getContext('2d').getImageData(0, 0, canvas.width, canvas.height).data;
-    let n = 0;
-    for (let i = 0; i < data.length; i += 4)
-      if (Math.abs(data[i] - 44) < 8 && Math.abs(data[i + 1] - 127) < 8 && Math.abs(data[i + 2] - 184) < 8) n++;
-    return n;
-  })()`);
 
 describeWithPostgres('the fleet view of the dashboard', (pg) => {
   it.skipIf(missing !== null)(
