@@ -16,7 +16,7 @@ import { unwrap } from '../src/resources/errors.js';
 import { parseName } from '../src/resources/name.js';
 import type { Command } from '../src/wire/types.js';
 import { canaryImage, guestMode } from '../test/engine/guest.js';
-import { canaryConfig } from '../test/engine/harness.js';
+import { canaryConfig, createCommand } from '../test/engine/harness.js';
 import { mintToken, startPetreld } from '../test/tls/petreld.js';
 import { loadAverage } from './support/load.js';
 
@@ -108,12 +108,9 @@ try {
       }
       throw new Error('the console ended without the line');
     })();
-    const create: Command = {
-      type: 'unikernel-create',
-      force: false,
-      release: '2.7',
-      config: await canaryConfig(canaryImage, ['wait', vm], { memory: 8, image }),
-    };
+    const create: Command = createCommand(
+      await canaryConfig(canaryImage, ['wait', vm], { memory: 8, image }),
+    );
     const created = await remote.request(name, create);
     if (!created.ok || created.value.kind !== 'reply')
       throw new Error(`tls create: ${JSON.stringify(created)}`);

@@ -15,6 +15,7 @@ import { solo5Config } from '../../src/wire/shapes.js';
 import { WIRE_VERSION } from '../../src/wire/types.js';
 import { type TestDaemon, testDaemon } from '../daemon/start.js';
 import { canaryImage, repo } from '../engine/guest.js';
+import { createCommand } from '../engine/harness.js';
 import { petrel, until } from './io.js';
 
 const executable = path.join(repo, 'dist', 'src', 'cli', 'petrel.js');
@@ -163,12 +164,7 @@ describe('the petrel executable', () => {
       header: { version: WIRE_VERSION, sequence: 0n, name: unwrap(parseName('big')) },
       payload: {
         kind: 'command',
-        command: {
-          type: 'unikernel-create',
-          force: false,
-          release: '2.7',
-          config: solo5Config(randomBytes(1024 * 1024), {}),
-        },
+        command: createCommand(solo5Config(randomBytes(1024 * 1024), {})),
       },
     });
     await writeFile(file, frame(unwrap(wire)));

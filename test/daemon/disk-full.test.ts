@@ -13,7 +13,7 @@ import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { chunkFrames } from '../../src/wire/framing.js';
 import { canaryImage } from '../engine/guest.js';
-import { canaryConfig, makeNetns, storedState } from '../engine/harness.js';
+import { canaryConfig, createCommand, makeNetns, storedState } from '../engine/harness.js';
 import { commandFrame, open as openSession, request, said } from './client.js';
 import { tenderPids, unikernelLabels } from './guests.js';
 import type { DaemonProcess } from './process.js';
@@ -81,12 +81,11 @@ async function fill(file: string): Promise<void> {
 }
 
 const create = async (socket: string, vm: string, seed: string) =>
-  request(socket, `:${vm}`, {
-    type: 'unikernel-create',
-    force: false,
-    release: '2.7',
-    config: await canaryConfig(canaryImage, ['wait', vm], { image: imageOf(seed) }),
-  });
+  request(
+    socket,
+    `:${vm}`,
+    createCommand(await canaryConfig(canaryImage, ['wait', vm], { image: imageOf(seed) })),
+  );
 
 /** The digests the committed state names, and the files of the store, sorted. */
 async function storeAndState(state: string): Promise<{ store: string[]; named: string[] }> {
@@ -127,12 +126,7 @@ describe('a full state directory', () => {
       const streamed = await canaryConfig(canaryImage, ['wait', 's'], { image: imageOf('streamed') });
       const exchange = openSession(
         socket,
-        commandFrame(':streamed', {
-          type: 'unikernel-create',
-          force: false,
-          release: '2.7',
-          config: { ...streamed, image: new Uint8Array(0) },
-        }),
+        commandFrame(':streamed', createCommand({ ...streamed, image: new Uint8Array(0) })),
       );
       for (const chunk of chunkFrames(streamed.image)) exchange.write(chunk);
       await exchange.waitFor(1, 30_000);

@@ -13,7 +13,7 @@ import { petrel } from '../cli/io.js';
 import { commandFrame, open, request, said } from '../daemon/client.js';
 import type { DaemonProcess } from '../daemon/process.js';
 import { canaryImage } from '../engine/guest.js';
-import { canaryConfig, makeNetns, storedState, waitFor } from '../engine/harness.js';
+import { canaryConfig, createCommand, makeNetns, storedState, waitFor } from '../engine/harness.js';
 import { processTests } from './process-tests.js';
 
 const suite = processTests('replace');
@@ -55,14 +55,7 @@ async function stopNode(node: Node | undefined): Promise<void> {
 }
 
 const createOld = async (node: Node, vm: string, word = 'old') =>
-  (
-    await request(node.socket, vm, {
-      type: 'unikernel-create',
-      force: false,
-      release: '2.7',
-      config: await canaryConfig(canaryImage, ['wait', word]),
-    })
-  ).map(said);
+  (await request(node.socket, vm, createCommand(await canaryConfig(canaryImage, ['wait', word])))).map(said);
 
 const cli = (node: Node, ...args: string[]) => petrel([...args, '--run-dir', `${node.dir}/run`]);
 

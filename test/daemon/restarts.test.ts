@@ -10,7 +10,7 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { Wire } from '../../src/wire/types.js';
 import { build, canaryImage, canaryNetImage, kvmUsable, sptCanary, sptCanaryNet } from '../engine/guest.js';
-import { canaryConfig, makeNetns } from '../engine/harness.js';
+import { canaryConfig, createCommand, makeNetns } from '../engine/harness.js';
 import { commandFrame, open, request, said } from './client.js';
 import { tenderPids, unikernelLabels } from './guests.js';
 import type { DaemonProcess } from './process.js';
@@ -109,12 +109,7 @@ describe('petreld restarts are not guest restarts', () => {
       const names = [':counter', ...Array.from({ length: 9 }, (_, i) => `:w${i}`)].sort();
       for (const vm of names) {
         const args = vm === ':counter' ? ['count', '100'] : ['wait', vm.slice(1)];
-        const created = await request(vmmd, vm, {
-          type: 'unikernel-create',
-          force: false,
-          release: '2.7',
-          config: await canaryConfig(netImage, args, bridged),
-        });
+        const created = await request(vmmd, vm, createCommand(await canaryConfig(netImage, args, bridged)));
         expect(said(created[0])).toBe('created unikernel');
       }
       const pids = await tenderPids(run);
@@ -152,12 +147,11 @@ describe('petreld restarts are not guest restarts', () => {
     const consoleSocket = `${run}/util/console.sock`;
     let daemon = await startDaemon(dir, netns.name, ['--console-buffer', '1024']);
     try {
-      const created = await request(`${run}/util/vmmd.sock`, ':counter', {
-        type: 'unikernel-create',
-        force: false,
-        release: '2.7',
-        config: await canaryConfig(image, ['count', '5']),
-      });
+      const created = await request(
+        `${run}/util/vmmd.sock`,
+        ':counter',
+        createCommand(await canaryConfig(image, ['count', '5'])),
+      );
       expect(said(created[0])).toBe('created unikernel');
       const seen = continues(await readCounter(consoleSocket, 0, 10), 0);
       // petreld acknowledges a line to the holder at most two turns of its event loop after

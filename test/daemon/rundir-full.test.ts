@@ -14,7 +14,7 @@ import { mkdir, mkdtemp, open, readdir, rm, statfs } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { canaryImage } from '../engine/guest.js';
-import { canaryConfig, makeNetns, storedState } from '../engine/harness.js';
+import { canaryConfig, createCommand, makeNetns, storedState } from '../engine/harness.js';
 import { commandFrame, open as openSession, request, said } from './client.js';
 import { tenderPids, unikernelLabels } from './guests.js';
 import type { DaemonProcess } from './process.js';
@@ -49,16 +49,7 @@ async function fill(file: string): Promise<void> {
 }
 
 const create = async (socket: string, vm: string) =>
-  said(
-    (
-      await request(socket, `:${vm}`, {
-        type: 'unikernel-create',
-        force: false,
-        release: '2.7',
-        config: await canaryConfig(canaryImage, ['wait', vm]),
-      })
-    )[0],
-  );
+  said((await request(socket, `:${vm}`, createCommand(await canaryConfig(canaryImage, ['wait', vm]))))[0]);
 
 /** petreld's log once it holds `text` (pino writes it asynchronously: it may come after READY). */
 async function logged(daemon: DaemonProcess, text: string): Promise<string> {

@@ -15,7 +15,7 @@ import { request, said } from '../daemon/client.js';
 import type { DaemonProcess } from '../daemon/process.js';
 import { processTests } from '../daemon/process-tests.js';
 import { canaryImage } from './guest.js';
-import { canaryConfig, makeNetns, storedState } from './harness.js';
+import { canaryConfig, createCommand, makeNetns, storedState } from './harness.js';
 
 const suite = processTests('nospace');
 const netns = makeNetns();
@@ -32,12 +32,7 @@ const startDaemon = (dir: string, fault?: string, extra: readonly string[] = [])
 
 const create = async (socket: string, vm: string, variant: string): Promise<string> => {
   const image = Buffer.concat([await readFile(canaryImage), Buffer.from(variant)]);
-  const command: Command = {
-    type: 'unikernel-create',
-    force: false,
-    release: '2.7',
-    config: await canaryConfig(canaryImage, ['wait', vm], { image }),
-  };
+  const command: Command = createCommand(await canaryConfig(canaryImage, ['wait', vm], { image }));
   return said((await request(socket, `:${vm}`, command))[0]);
 };
 

@@ -9,7 +9,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { printName } from '../../src/resources/name.js';
 import { request } from '../daemon/client.js';
 import { canaryImage } from '../engine/guest.js';
-import { canaryConfig } from '../engine/harness.js';
+import { canaryConfig, createCommand } from '../engine/harness.js';
 import { endpointFlags, launchEndpoint } from './endpoint-process.js';
 import { INFO, name } from './helpers.js';
 import { type Petreld, startPetreld } from './petreld.js';
@@ -61,12 +61,10 @@ describe('petreld tls-endpoint, a separate process on a running petreld', () => 
     // An image far above the certificate limit streams through this endpoint too: its chunks
     // follow the create on vmmd.sock and land in petreld's store.
     const image = Buffer.concat([await readFile(canaryImage), Buffer.alloc(2 * 1024 * 1024, 7)]);
-    const created = await alice.request(name('big'), {
-      type: 'unikernel-create',
-      force: false,
-      release: '2.7',
-      config: await canaryConfig(canaryImage, ['wait', 'big'], { image }),
-    });
+    const created = await alice.request(
+      name('big'),
+      createCommand(await canaryConfig(canaryImage, ['wait', 'big'], { image })),
+    );
     expect(created).toMatchObject({
       ok: true,
       value: { kind: 'reply', reply: { text: 'created unikernel' } },

@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { Transport } from '../../src/wire/exchange.js';
 import { canaryImage } from '../engine/guest.js';
-import { canaryConfig } from '../engine/harness.js';
+import { canaryConfig, createCommand } from '../engine/harness.js';
 import { name } from './helpers.js';
 import { type Petreld, startPetreld } from './petreld.js';
 
@@ -34,12 +34,10 @@ async function history(client: Transport, vm: string): Promise<string[]> {
 
 it('a history of 1024 lines comes whole through the TLS endpoint, then the stream ends', async () => {
   const alice = petreld.remote('alice');
-  const created = await alice.request(name('flood'), {
-    type: 'unikernel-create',
-    force: false,
-    release: '2.7',
-    config: await canaryConfig(canaryImage, ['flood', '3000'], { memory: 16 }),
-  });
+  const created = await alice.request(
+    name('flood'),
+    createCommand(await canaryConfig(canaryImage, ['flood', '3000'], { memory: 16 })),
+  );
   expect(created.ok && created.value.kind).toBe('reply');
   let lines: string[] = [];
   for (const deadline = Date.now() + 20_000; lines.at(-1) !== 'petrel-canary flood 3000'; ) {

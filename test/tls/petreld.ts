@@ -12,6 +12,7 @@ import { caCommand } from '../../src/cli/commands/ca.js';
 import { createRemoteTransport } from '../../src/tls/client.js';
 import type { Transport } from '../../src/wire/exchange.js';
 import { freshDaemon, type TestDaemon } from '../daemon/start.js';
+import { createCommand } from '../engine/harness.js';
 import { requestApi } from '../web/client.js';
 
 /** `petrel ca ARGS...`, what it printed; throws with its stderr when it fails. */
@@ -171,11 +172,13 @@ export async function createCanary(
   const { canaryImage } = await import('../engine/guest.js');
   const { canaryConfig } = await import('../engine/harness.js');
   const { name } = await import('./helpers.js');
-  const answer = await petreld.remote(label).request(name(vm), {
-    type: 'unikernel-create',
-    force: false,
-    release: '2.7',
-    config: await canaryConfig(image ?? canaryImage, [...args], { memory: image === undefined ? 16 : 4 }),
-  });
+  const answer = await petreld
+    .remote(label)
+    .request(
+      name(vm),
+      createCommand(
+        await canaryConfig(image ?? canaryImage, [...args], { memory: image === undefined ? 16 : 4 }),
+      ),
+    );
   if (!answer.ok || answer.value.kind !== 'reply') throw new Error(`create ${vm}: ${JSON.stringify(answer)}`);
 }

@@ -20,17 +20,13 @@ import type { Command, UnikernelConfig } from '../../src/wire/types.js';
 import { petrel } from '../cli/io.js';
 import { request } from '../daemon/client.js';
 import { canaryImage } from '../engine/guest.js';
-import { canaryConfig, storedState } from '../engine/harness.js';
+import { canaryConfig, createCommand, storedState } from '../engine/harness.js';
 import { albatrossLeaf, albatrossSession } from './albatross-client.js';
 import { DESTROY, delegate, INFO, name, policy } from './helpers.js';
 import { type Petreld, startPetreld } from './petreld.js';
 
-const create = async (vm: string, change: { image?: Uint8Array } = {}): Promise<Command> => ({
-  type: 'unikernel-create',
-  force: false,
-  release: '2.7',
-  config: await canaryConfig(canaryImage, ['wait', vm], { memory: 16, ...change }),
-});
+const create = async (vm: string, change: { image?: Uint8Array } = {}): Promise<Command> =>
+  createCommand(await canaryConfig(canaryImage, ['wait', vm], { memory: 16, ...change }));
 
 /** The text of a string reply or a Failure; anything else by its kind. */
 function said(answer: Result<Answer, { code: string; message: string }>): string {
@@ -201,12 +197,8 @@ describe('alice and bob, delegated by certificate, against one real petreld', ()
     };
     // 2 MB that do not inflate, marked deflated; then a plain image above alice's memory.
     const config = (change: Partial<UnikernelConfig>) => canaryConfig(canaryImage, ['wait', 'bad'], change);
-    const createOf = async (change: Partial<UnikernelConfig>): Promise<Command> => ({
-      type: 'unikernel-create',
-      force: false,
-      release: '2.7',
-      config: await config(change),
-    });
+    const createOf = async (change: Partial<UnikernelConfig>): Promise<Command> =>
+      createCommand(await config(change));
     const garbage = await createOf({ image: new Uint8Array(2_000_000).fill(0xff), compressed: true });
     expect(await ask(garbage)).toEqual([expect.stringMatching(/^Failure: /)]);
     expect(said(await petreld.remote('alice').request(name('bad'), garbage))).toMatch(/^Failure: /);
