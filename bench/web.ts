@@ -15,6 +15,7 @@ import path from 'node:path';
 import { unwrap } from '../src/resources/errors.js';
 import { parseName } from '../src/resources/name.js';
 import type { Command } from '../src/wire/types.js';
+import { subscribeCommand } from '../test/daemon/client.js';
 import { canaryImage, guestMode } from '../test/engine/guest.js';
 import { canaryConfig, createCommand } from '../test/engine/harness.js';
 import { mintToken, startPetreld } from '../test/tls/petreld.js';
@@ -89,11 +90,7 @@ try {
   const remote = petreld.remote('alice');
   async function viaTls(vm: string): Promise<number> {
     const name = unwrap(parseName(vm));
-    const watch = await remote.stream(name, {
-      type: 'console-subscribe',
-      release: '2.1',
-      select: { kind: 'count', count: 0 },
-    });
+    const watch = await remote.stream(name, subscribeCommand({ kind: 'count', count: 0 }));
     if (!watch.ok) throw new Error(watch.error.message);
     const began = performance.now();
     const line = (async () => {

@@ -12,7 +12,7 @@ import { readSolo5Notes } from '../../src/tender/elf.js';
 import { probeHost } from '../../src/tender/probe.js';
 import { build, canaryImage } from '../engine/guest.js';
 import { canaryConfig, createCommand, makeNetns, storedState } from '../engine/harness.js';
-import { commandFrame, open, request, said } from './client.js';
+import { commandFrame, open, request, said, subscribeCommand } from './client.js';
 import { startDaemon } from './start.js';
 
 let dir: string;
@@ -63,11 +63,7 @@ describe('petreld start-up', () => {
 
     const watch = open(
       sock('console.sock'),
-      commandFrame('alice:vm', {
-        type: 'console-subscribe',
-        release: '2.1',
-        select: { kind: 'count', count: 10 },
-      }),
+      commandFrame('alice:vm', subscribeCommand({ kind: 'count', count: 10 })),
     );
     await watch.waitFor(2);
     expect(said(watch.messages[0])).toBe('subscribed');
@@ -151,11 +147,7 @@ describe('petreld start-up', () => {
     unwrap(await start({ localIdleTimeout: '600ms', maxLocalConnections: '3' }));
     const subscriber = open(
       sock('console.sock'),
-      commandFrame('team:vm', {
-        type: 'console-subscribe',
-        release: '2.1',
-        select: { kind: 'count', count: 5 },
-      }),
+      commandFrame('team:vm', subscribeCommand({ kind: 'count', count: 5 })),
     );
     await subscriber.waitFor(1);
     const idle = () => {

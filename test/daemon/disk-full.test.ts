@@ -8,7 +8,7 @@
 // bookworm's) is injected at the journal's write with its errno and refused the same way.
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { mkdir, mkdtemp, open, readdir, readFile, stat, statfs } from 'node:fs/promises';
+import { mkdtemp, open, readdir, readFile, stat, statfs } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { chunkFrames } from '../../src/wire/framing.js';
@@ -96,10 +96,7 @@ async function storeAndState(state: string): Promise<{ store: string[]; named: s
 
 describe('a full state directory', () => {
   it('refuses creates by name, and after a SIGKILL petreld starts on the full disk, adopts, destroys and creates again', async () => {
-    const dir = await mkdtemp(path.join(suite.base, 'case-'));
-    const state = `${dir}/state`;
-    await mkdir(state);
-    execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=16m,mode=0700', 'tmpfs', state]);
+    const { dir, mount: state } = await suite.caseOnTmpfs('state', '16m');
     // Undone even when the test times out (a finally block would not run then).
     mounted.push(state);
     const socket = `${dir}/run/util/vmmd.sock`;

@@ -1,8 +1,9 @@
 // What the test files that run petreld as a separate process (process.ts) share: dist/ checked,
 // a temporary base directory with the test tender, and nodes launched in a network namespace.
 
+import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll } from 'vitest';
@@ -31,6 +32,11 @@ export interface ProcessTests {
   launch(dir: string, netns: string, options?: NodeOptions): Promise<DaemonProcess>;
   /** Stops (SIGUSR2, with their guests) the daemons `launch` started that still run. */
   stopRunning(): Promise<void>;
+  /**
+   * A new directory `<base>/case-…` for one test whose `sub` directory is a tmpfs of `size` (mode
+   * 0700), so a full disk is the kernel's own ENOSPC; the caller unmounts `mount`.
+   */
+  caseOnTmpfs(sub: 'state' | 'run', size: string): Promise<{ dir: string; mount: string }>;
 }
 
 /** Registers the file's beforeAll and afterAll; the base is `<tmp>/petrel-<prefix>-…`. */
@@ -68,6 +74,13 @@ export function processTests(prefix: string): ProcessTests {
     async stopRunning() {
       for (const daemon of running) await daemon.stop('SIGUSR2');
       running.clear();
+    },
+    async caseOnTmpfs(sub, size) {
+      const dir = await mkdtemp(path.join(base, 'case-'));
+      const mount = `${dir}/${sub}`;
+      await mkdir(mount);
+      execFileSync('mount', ['-t', 'tmpfs', '-o', `size=${size},mode=0700`, 'tmpfs', mount]);
+      return { dir, mount };
     },
   };
 }

@@ -11,7 +11,7 @@ import { describe, expect, it } from 'vitest';
 import type { Wire } from '../../src/wire/types.js';
 import { build, canaryImage, canaryNetImage, kvmUsable, sptCanary, sptCanaryNet } from '../engine/guest.js';
 import { canaryConfig, createCommand, makeNetns } from '../engine/harness.js';
-import { commandFrame, open, request, said } from './client.js';
+import { commandFrame, open, request, said, subscribeCommand } from './client.js';
 import { tenderPids, unikernelLabels } from './guests.js';
 import type { DaemonProcess } from './process.js';
 import { processTests } from './process-tests.js';
@@ -60,11 +60,7 @@ const consoleLines = (messages: readonly Wire[]): string[] =>
 async function readCounter(consoleSocket: string, after: number, ahead: number): Promise<string[]> {
   const watch = open(
     consoleSocket,
-    commandFrame(':counter', {
-      type: 'console-subscribe',
-      release: '2.1',
-      select: { kind: 'count', count: 1024 },
-    }),
+    commandFrame(':counter', subscribeCommand({ kind: 'count', count: 1024 })),
   );
   try {
     const deadline = Date.now() + 20_000;

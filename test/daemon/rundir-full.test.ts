@@ -10,12 +10,12 @@
 // fails for another reason (EIO injected at its FIFO) still stops the start.
 import { execFileSync } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
-import { mkdir, mkdtemp, open, readdir, rm, statfs } from 'node:fs/promises';
+import { mkdtemp, open, readdir, rm, statfs } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { canaryImage } from '../engine/guest.js';
 import { canaryConfig, createCommand, makeNetns, storedState } from '../engine/harness.js';
-import { commandFrame, open as openSession, request, said } from './client.js';
+import { commandFrame, open as openSession, request, said, subscribeCommand } from './client.js';
 import { tenderPids, unikernelLabels } from './guests.js';
 import type { DaemonProcess } from './process.js';
 import { processTests } from './process-tests.js';
@@ -89,11 +89,7 @@ async function leftBehind(dir: string) {
 async function prints(run: string, vm: string, word: string): Promise<void> {
   const watch = openSession(
     `${run}/util/console.sock`,
-    commandFrame(`:${vm}`, {
-      type: 'console-subscribe',
-      release: '2.1',
-      select: { kind: 'count', count: 100 },
-    }),
+    commandFrame(`:${vm}`, subscribeCommand({ kind: 'count', count: 100 })),
   );
   try {
     const deadline = Date.now() + 10_000;
@@ -119,10 +115,7 @@ const NOSPACE = (run: string) =>
 
 describe('a full run directory', () => {
   it('petreld starts on it, adopts and serves its guests, refuses a create by the space, and creates once there is room', async () => {
-    const dir = await mkdtemp(path.join(suite.base, 'case-'));
-    const run = `${dir}/run`;
-    await mkdir(run);
-    execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=1m,mode=0700', 'tmpfs', run]);
+    const { dir, mount: run } = await suite.caseOnTmpfs('run', '1m');
     const socket = `${run}/util/vmmd.sock`;
     const filler = `${run}/filler`;
     let daemon: DaemonProcess | null = null;
@@ -174,10 +167,7 @@ describe('a full run directory', () => {
   }, 120_000);
 
   it('a first start on a full run directory (no holder yet: its log cannot be written) serves and refuses creates by the space', async () => {
-    const dir = await mkdtemp(path.join(suite.base, 'case-'));
-    const run = `${dir}/run`;
-    await mkdir(run);
-    execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=1m,mode=0700', 'tmpfs', run]);
+    const { dir, mount: run } = await suite.caseOnTmpfs('run', '1m');
     const socket = `${run}/util/vmmd.sock`;
     let daemon: DaemonProcess | null = null;
     try {

@@ -1,7 +1,7 @@
 import { appendFile, mkdtemp, readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { commandFrame, open, request, said } from '../daemon/client.js';
+import { commandFrame, open, request, said, subscribeCommand } from '../daemon/client.js';
 import type { DaemonProcess } from '../daemon/process.js';
 import { processTests } from '../daemon/process-tests.js';
 import { canaryImage, canaryNetImage } from './guest.js';
@@ -273,11 +273,7 @@ describe('a crash at any step converges to the last committed state', () => {
       expect((await create(socket, ':vm', 'x')).map(said)).toEqual(['created unikernel']);
       const watch = open(
         `${dir}/run/util/console.sock`,
-        commandFrame(':vm', {
-          type: 'console-subscribe',
-          release: '2.1',
-          select: { kind: 'count', count: 5 },
-        }),
+        commandFrame(':vm', subscribeCommand({ kind: 'count', count: 5 })),
       );
       await watch.waitFor(2);
       watch.close();

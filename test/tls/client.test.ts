@@ -11,7 +11,9 @@ import { createTlsEndpoint } from '../../src/tls/endpoint.js';
 import { exportPrivateKey, generateKey } from '../../src/tls/keys.js';
 import type { Issuer } from '../../src/tls/pki.js';
 import type { Transport } from '../../src/wire/exchange.js';
+import { solo5Config } from '../../src/wire/shapes.js';
 import type { Command } from '../../src/wire/types.js';
+import { subscribeCommand } from '../daemon/client.js';
 import { FakePetreld, type Received } from './fake-petreld.js';
 import { DESTROY, delegate, expired, INFO, name, policy, rootCa, serverIdentity } from './helpers.js';
 
@@ -73,21 +75,7 @@ const create = (image: Uint8Array, memory = 16): Command => ({
   type: 'unikernel-create',
   force: false,
   release: '2.7',
-  config: {
-    typ: 'solo5',
-    compressed: false,
-    image,
-    startup: null,
-    addName: false,
-    failBehaviour: { kind: 'quit' },
-    cpuids: [0],
-    memory,
-    blocks: [],
-    bridges: [],
-    arguments: [],
-    cpus: 1,
-    linuxBootPartition: null,
-  },
+  config: solo5Config(image, { addName: false, memory, arguments: [] }),
 });
 
 const chunks = (received: readonly Received[]) => received.filter((r) => r.kind !== 'message');
@@ -172,11 +160,7 @@ describe('createRemoteTransport', () => {
     }
     expect(parts).toEqual(['abc', 'def', null]);
 
-    const console = await transport.stream(name('web'), {
-      type: 'console-subscribe',
-      release: '2.1',
-      select: { kind: 'count', count: 5 },
-    });
+    const console = await transport.stream(name('web'), subscribeCommand({ kind: 'count', count: 5 }));
     if (!console.ok) throw new Error(console.error.message);
     const lines: string[] = [];
     for await (const event of console.value.events) {

@@ -15,6 +15,7 @@ import { x509 } from '../../src/tls/x509.js';
 import { chunkFrames, END_OF_STREAM, encodeWire, frame } from '../../src/wire/index.js';
 import { solo5Config } from '../../src/wire/shapes.js';
 import type { Command, UnikernelConfig, Wire } from '../../src/wire/types.js';
+import { subscribeCommand } from '../daemon/client.js';
 import { endpointBeforeFake, type FakeFronted } from './fake-petreld.js';
 import {
   type Client,
@@ -170,11 +171,7 @@ describe('accepted requests', () => {
   it('console: no policy add, replies forwarded with the daemon header until the client leaves', async () => {
     const running = await start();
     const alice = await delegate(root, 'alice');
-    const subscribe: Command = {
-      type: 'console-subscribe',
-      release: '2.1',
-      select: { kind: 'count', count: 20 },
-    };
+    const subscribe: Command = subscribeCommand({ kind: 'count', count: 20 });
     const result = await talk(running.port, await leaf(alice, 'web', subscribe), { stopAfter: 3 });
     expect(running.fake.messages()).toEqual([['console', 'alice:web', 'console-subscribe']]);
     expect(result.frames.map((f) => [f.header.sequence, f.payload.kind])).toEqual([

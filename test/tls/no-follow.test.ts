@@ -4,6 +4,7 @@
 // with its TLS endpoint (test/tls/petreld.ts), the client petrel --remote uses.
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { Transport } from '../../src/wire/exchange.js';
+import { subscribeCommand } from '../daemon/client.js';
 import { canaryImage } from '../engine/guest.js';
 import { canaryConfig, createCommand } from '../engine/harness.js';
 import { name } from './helpers.js';
@@ -17,11 +18,7 @@ afterAll(() => petreld?.stop());
 
 /** The console history of NAME as --no-follow reads it: subscribe, finish, read to the end. */
 async function history(client: Transport, vm: string): Promise<string[]> {
-  const subscribed = await client.stream(name(vm), {
-    type: 'console-subscribe',
-    release: '2.1',
-    select: { kind: 'count', count: 1024 },
-  });
+  const subscribed = await client.stream(name(vm), subscribeCommand({ kind: 'count', count: 1024 }));
   if (!subscribed.ok) throw new Error(subscribed.error.message);
   subscribed.value.finish();
   const lines: string[] = [];

@@ -5,7 +5,7 @@
 // probe's kvm answer; the engine, sockets, state file and TLS endpoint are the real ones.
 
 import { existsSync } from 'node:fs';
-import { mkdir, readFile } from 'node:fs/promises';
+import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import pino from 'pino';
 import { caCommand } from '../../src/cli/commands/ca.js';
@@ -13,7 +13,7 @@ import { createRemoteTransport } from '../../src/tls/client.js';
 import type { Transport } from '../../src/wire/exchange.js';
 import { freshDaemon, type TestDaemon } from '../daemon/start.js';
 import { createCommand } from '../engine/harness.js';
-import { requestApi } from '../web/client.js';
+import { requestApi, type WebApi, webApiOf } from '../web/client.js';
 
 /** `petrel ca ARGS...`, what it printed; throws with its stderr when it fails. */
 export async function petrelCa(...args: string[]): Promise<string> {
@@ -138,17 +138,12 @@ export interface WebReply {
   readonly text: string;
 }
 
-/** One HTTPS request to a Petreld's web API (`web: true`), its certificate verified for 127.0.0.1. */
+/** One HTTPS request to a Petreld's web API (`web: true`): requestApi's arguments after the API. */
 export async function webRequest(
   petreld: Petreld,
-  method: string,
-  url: string,
-  headers: Record<string, string> = {},
-  body?: string | Buffer,
-  localAddress?: string,
+  ...request: Parameters<typeof requestApi> extends [WebApi, ...infer Rest] ? Rest : never
 ): Promise<WebReply> {
-  const api = { port: petreld.webPort as number, ca: await readFile(path.join(petreld.ca, 'cacert.pem')) };
-  return requestApi(api, method, url, headers, body, localAddress);
+  return requestApi(await webApiOf(petreld), ...request);
 }
 
 /** Waits until `check` resolves true, polling every 100 ms; throws naming `what` after `ms`. */

@@ -18,7 +18,7 @@ import type { Answer, Transport } from '../../src/wire/exchange.js';
 import { FrameReader } from '../../src/wire/index.js';
 import type { Command, UnikernelConfig } from '../../src/wire/types.js';
 import { petrel } from '../cli/io.js';
-import { request } from '../daemon/client.js';
+import { request, subscribeCommand } from '../daemon/client.js';
 import { canaryImage } from '../engine/guest.js';
 import { canaryConfig, createCommand, storedState } from '../engine/harness.js';
 import { albatrossLeaf, albatrossSession } from './albatross-client.js';
@@ -75,11 +75,7 @@ describe('alice and bob, delegated by certificate, against one real petreld', ()
     expect([...petreld.daemon.engine.running].sort()).toEqual(['alice:vm1', 'alice:vm2']);
     expect(await listed(alice)).toEqual([':vm1', ':vm2']);
 
-    const watch = await alice.stream(name('vm1'), {
-      type: 'console-subscribe',
-      release: '2.1',
-      select: { kind: 'count', count: 10 },
-    });
+    const watch = await alice.stream(name('vm1'), subscribeCommand({ kind: 'count', count: 10 }));
     if (!watch.ok) throw new Error(watch.error.message);
     expect(watch.value.answer).toMatchObject({ kind: 'reply' });
     let line = '';
@@ -91,11 +87,7 @@ describe('alice and bob, delegated by certificate, against one real petreld', ()
     expect(line).toBe('alice:vm1 petrel-canary vm1');
     // `petrel console --no-follow` over TLS: our end of the subscription, and the history comes
     // whole, then the end (issue 25).
-    const history = await alice.stream(name('vm1'), {
-      type: 'console-subscribe',
-      release: '2.1',
-      select: { kind: 'count', count: 10 },
-    });
+    const history = await alice.stream(name('vm1'), subscribeCommand({ kind: 'count', count: 10 }));
     if (!history.ok) throw new Error(history.error.message);
     history.value.finish();
     const lines: string[] = [];

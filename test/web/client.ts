@@ -22,6 +22,11 @@ export interface WebApi {
   readonly ca: Buffer;
 }
 
+/** A Petreld's web API (`web: true`), its certificate verified for 127.0.0.1. */
+export async function webApiOf(petreld: Petreld): Promise<WebApi> {
+  return { port: petreld.webPort as number, ca: await readFile(path.join(petreld.ca, 'cacert.pem')) };
+}
+
 /**
  * An HTTPS request to the API, not yet ended: for what `callApi` does not do (event streams,
  * raw bytes, bodies cut short). `token` null: no authorization header.
@@ -164,7 +169,7 @@ export interface WebClient extends WebApi {
 
 /** The web API of `petreld` as `token` (mintToken of test/tls/petreld.ts makes one). */
 export async function webClient(petreld: Petreld, token: string): Promise<WebClient> {
-  const api = { port: petreld.webPort as number, ca: await readFile(path.join(petreld.ca, 'cacert.pem')) };
+  const api = await webApiOf(petreld);
   return {
     ...api,
     token,
