@@ -258,11 +258,18 @@ export async function canaryConfig(
   return solo5Config(await readFile(image), { addName: false, memory: 4, arguments: args, ...change });
 }
 
-/** Polls `check` until it holds (a tender exit, a restart) or fails after `ms`. */
-export async function until(check: () => boolean, ms = 10_000): Promise<void> {
+/**
+ * Polls `check` every 20 ms until it holds (a tender exit, a restart; it may be async) or fails
+ * after `ms`, saying `what` was not reached.
+ */
+export async function until(
+  check: () => boolean | Promise<boolean>,
+  ms = 10_000,
+  what = 'condition',
+): Promise<void> {
   const deadline = Date.now() + ms;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error('condition not reached');
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`${what} not reached`);
     await new Promise((r) => setTimeout(r, 20));
   }
 }
