@@ -16,7 +16,7 @@ import { WIRE_VERSION } from '../../src/wire/types.js';
 import { type TestDaemon, testDaemon } from '../daemon/start.js';
 import { canaryImage, repo } from '../engine/guest.js';
 import { createCommand } from '../engine/harness.js';
-import { petrel, until } from './io.js';
+import { petrel, runNode, until } from './io.js';
 
 const executable = path.join(repo, 'dist', 'src', 'cli', 'petrel.js');
 /** package.json's bin: the bundle that `petrel.js` loads too, when `npm run build` made it. */
@@ -87,20 +87,7 @@ async function freed(device: string, at: readonly string[]): Promise<void> {
 }
 
 /** `node FILE ARGS…` without a petreld: its status and both outputs. */
-function helpOf(file: string, args: readonly string[]) {
-  const child = spawn(process.execPath, [file, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (d: Buffer) => {
-    stdout += d.toString();
-  });
-  child.stderr.on('data', (d: Buffer) => {
-    stderr += d.toString();
-  });
-  return new Promise<{ status: number | null; stdout: string; stderr: string }>((resolve) =>
-    child.once('close', (status) => resolve({ status, stdout, stderr })),
-  );
-}
+const helpOf = runNode;
 
 describe('petrel --help from dist/, through the bin and through petrel.js', () => {
   it.each(Object.keys(SUBCOMMANDS))('%s', async (name) => {
