@@ -4,11 +4,10 @@
 // with its TLS endpoint (test/tls/petreld.ts), the client petrel --remote uses.
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { Transport } from '../../src/wire/exchange.js';
-import { subscribeCommand } from '../daemon/client.js';
 import { canaryImage } from '../engine/guest.js';
 import { canaryConfig, createCommand } from '../engine/harness.js';
 import { name } from './helpers.js';
-import { type Petreld, startPetreld } from './petreld.js';
+import { consoleHistory, type Petreld, startPetreld } from './petreld.js';
 
 let petreld: Petreld;
 beforeAll(async () => {
@@ -17,17 +16,7 @@ beforeAll(async () => {
 afterAll(() => petreld?.stop());
 
 /** The console history of NAME as --no-follow reads it: subscribe, finish, read to the end. */
-async function history(client: Transport, vm: string): Promise<string[]> {
-  const subscribed = await client.stream(name(vm), subscribeCommand({ kind: 'count', count: 1024 }));
-  if (!subscribed.ok) throw new Error(subscribed.error.message);
-  subscribed.value.finish();
-  const lines: string[] = [];
-  for await (const event of subscribed.value.events) {
-    if (event.kind !== 'data' || event.data.type !== 'console') throw new Error(`unexpected ${event.kind}`);
-    lines.push(Buffer.from(event.data.line).toString());
-  }
-  return lines;
-}
+const history = (client: Transport, vm: string): Promise<string[]> => consoleHistory(client, vm, 1024);
 
 it('a history of 1024 lines comes whole through the TLS endpoint, then the stream ends', async () => {
   const alice = petreld.remote('alice');

@@ -177,3 +177,21 @@ export async function createCanary(
     );
   if (!answer.ok || answer.value.kind !== 'reply') throw new Error(`create ${vm}: ${JSON.stringify(answer)}`);
 }
+
+/**
+ * The console history of `vm` as `petrel console --no-follow` reads it over TLS: subscribe to the
+ * last `count` lines, finish our end, read to the end; anything but a console line fails.
+ */
+export async function consoleHistory(client: Transport, vm: string, count: number): Promise<string[]> {
+  const { subscribeCommand } = await import('../daemon/client.js');
+  const { name } = await import('./helpers.js');
+  const subscribed = await client.stream(name(vm), subscribeCommand({ kind: 'count', count }));
+  if (!subscribed.ok) throw new Error(subscribed.error.message);
+  subscribed.value.finish();
+  const lines: string[] = [];
+  for await (const event of subscribed.value.events) {
+    if (event.kind !== 'data' || event.data.type !== 'console') throw new Error(`unexpected ${event.kind}`);
+    lines.push(Buffer.from(event.data.line).toString());
+  }
+  return lines;
+}

@@ -23,7 +23,7 @@ import { canaryImage } from '../engine/guest.js';
 import { canaryConfig, createCommand, storedState } from '../engine/harness.js';
 import { albatrossLeaf, albatrossSession } from './albatross-client.js';
 import { DESTROY, delegate, INFO, name, policy } from './helpers.js';
-import { type Petreld, startPetreld } from './petreld.js';
+import { consoleHistory, type Petreld, startPetreld } from './petreld.js';
 
 const create = async (vm: string, change: { image?: Uint8Array } = {}): Promise<Command> =>
   createCommand(await canaryConfig(canaryImage, ['wait', vm], { memory: 16, ...change }));
@@ -87,14 +87,7 @@ describe('alice and bob, delegated by certificate, against one real petreld', ()
     expect(line).toBe('alice:vm1 petrel-canary vm1');
     // `petrel console --no-follow` over TLS: our end of the subscription, and the history comes
     // whole, then the end (issue 25).
-    const history = await alice.stream(name('vm1'), subscribeCommand({ kind: 'count', count: 10 }));
-    if (!history.ok) throw new Error(history.error.message);
-    history.value.finish();
-    const lines: string[] = [];
-    for await (const event of history.value.events) {
-      if (event.kind !== 'data' || event.data.type !== 'console') throw new Error(`unexpected ${event.kind}`);
-      lines.push(Buffer.from(event.data.line).toString());
-    }
+    const lines = await consoleHistory(alice, 'vm1', 10);
     expect(lines.at(-1)).toBe('petrel-canary vm1');
 
     // bob sees none of alice's unikernels and cannot name them: his names are under bob:.
