@@ -19,7 +19,7 @@ import type { Answer } from '../../src/wire/exchange.js';
 import { chunkFrames } from '../../src/wire/framing.js';
 import type { Command, Payload, UnikernelConfig, Wire } from '../../src/wire/types.js';
 import { canaryImage, repo, testTender } from '../engine/guest.js';
-import { canaryConfig, makeNetns, storedState } from '../engine/harness.js';
+import { canaryConfig, createCommand, makeNetns, storedState } from '../engine/harness.js';
 import { peakRise, transferAllowance } from '../memory.js';
 import { petrelCa } from '../tls/petreld.js';
 import { commandFrame, open, request, said } from './client.js';
@@ -27,12 +27,7 @@ import { type DaemonProcess, launchDaemon } from './process.js';
 
 const sha256 = (bytes: Uint8Array) => createHash('sha256').update(bytes).digest('hex');
 const name = (text: string) => unwrap(parseName(text));
-const create = (config: UnikernelConfig): Command => ({
-  type: 'unikernel-create',
-  force: false,
-  release: '2.7',
-  config,
-});
+const create = (config: UnikernelConfig): Command => createCommand(config);
 
 let base: string;
 let tender: string;

@@ -246,6 +246,18 @@ export async function storedNames(stateDir: string): Promise<string[]> {
 }
 
 /** A create [21] command for a canary image. */
+/** The host steps of a create, in the order a transaction takes them (faults are injected at each). */
+export const CREATE_STEPS = [
+  'stageImage',
+  'storeImage',
+  'linkImage',
+  'makeFifo',
+  'createTap',
+  'openConsole',
+  'spawnTender',
+  'appendJournal',
+] as const satisfies readonly (keyof EngineHost)[];
+
 export function createCommand(config: UnikernelConfig, force = false): Command {
   return { type: 'unikernel-create', force, release: '2.7', config };
 }

@@ -4,6 +4,7 @@ import { makePolicy } from '../../src/resources/policy.js';
 import { engineEachTest } from './each.js';
 import { canaryImage, canaryNetImage } from './guest.js';
 import {
+  CREATE_STEPS,
   canaryConfig,
   createCommand,
   name,
@@ -77,16 +78,7 @@ describe('rejections change nothing', () => {
       bridges: [{ netif: 'service', bridge: 'br0', mac: null }],
     });
     const before = await t.snapshot();
-    for (const step of [
-      'stageImage',
-      'storeImage',
-      'linkImage',
-      'makeFifo',
-      'createTap',
-      'openConsole',
-      'spawnTender',
-      'appendJournal',
-    ] as const) {
+    for (const step of CREATE_STEPS) {
       t.faults[step] = () => true;
       const result = await t.run(':vm', createCommand(config));
       expect(replyText(result), step).toMatch(/^Failure: /);

@@ -5,6 +5,7 @@ import { createHash, X509Certificate } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { type Browser, chromium, type Page } from 'playwright-core';
+import { eventually } from '../tls/petreld.js';
 
 export const CHROMIUM = '/usr/bin/chromium';
 
@@ -49,3 +50,17 @@ export const seriesPixels = (page: Page, id: string): Promise<number> =>
       if (Math.abs(data[i] - 44) < 8 && Math.abs(data[i + 1] - 127) < 8 && Math.abs(data[i + 2] - 184) < 8) n++;
     return n;
   })()`);
+
+/**
+ * Waits until the console view of `page` shows a line numbered (the canary's `count N`) above
+ * every line it showed when the first arrived: its lines come live. `what` names it in a failure.
+ */
+export async function consoleIsLive(page: Page, what: string): Promise<void> {
+  await page.locator('#console .line').first().waitFor({ timeout: 15_000 });
+  const numbers = async () =>
+    (await page.locator('#console .line').allTextContents()).map((t) =>
+      Number(/count (\d+)/.exec(t)?.[1] ?? 0),
+    );
+  const first = Math.max(...(await numbers()));
+  await eventually(what, async () => Math.max(...(await numbers())) > first + 1);
+}

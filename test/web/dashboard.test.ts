@@ -11,7 +11,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { canaryImage, guestMode } from '../engine/guest.js';
 import { repo } from '../repo.js';
 import { createCanary, eventually, mintToken, type Petreld, startPetreld } from '../tls/petreld.js';
-import { chromiumMissing, launchChromium, playwrightVersion, seriesPixels } from './browser.js';
+import {
+  chromiumMissing,
+  consoleIsLive,
+  launchChromium,
+  playwrightVersion,
+  seriesPixels,
+} from './browser.js';
 
 /** Where the test writes what a person would look at (the screenshot). */
 export const OUTPUT = path.join(repo, 'test-results', 'dashboard');
@@ -75,13 +81,7 @@ describe.skipIf(missing !== null)('the dashboard in headless Chromium', () => {
     expect(running()).toEqual(['alice:web1']);
     await page.locator('#detail-name').getByText('web1').waitFor();
     // Live: a line numbered above every line shown when the first arrived.
-    await page.locator('#console .line').first().waitFor({ timeout: 15_000 });
-    const numbers = async () =>
-      (await page.locator('#console .line').allTextContents()).map((t) =>
-        Number(/count (\d+)/.exec(t)?.[1] ?? 0),
-      );
-    const first = Math.max(...(await numbers()));
-    await eventually('a newer console line', async () => Math.max(...(await numbers())) > first + 1);
+    await consoleIsLive(page, 'a newer console line');
     await eventually('the memory plot drawn', async () => (await seriesPixels(page, 'plot-memory')) > 20);
     // CPU is a rate: drawn once two samples are in.
     await eventually('the CPU plot drawn', async () => (await seriesPixels(page, 'plot-cpu')) > 20);

@@ -16,7 +16,14 @@ import { canaryImage, guestMode } from '../engine/guest.js';
 import { describeWithPostgres } from '../fleet/pg.js';
 import { repo } from '../repo.js';
 import { eventually, mintToken, type Petreld, startPetreld, webRequest } from '../tls/petreld.js';
-import { chromiumMissing, launchChromium, playwrightVersion, seriesPixels, signIn } from './browser.js';
+import {
+  chromiumMissing,
+  consoleIsLive,
+  launchChromium,
+  playwrightVersion,
+  seriesPixels,
+  signIn,
+} from './browser.js';
 import { checkResponse } from './openapi.js';
 
 const missing = chromiumMissing();
@@ -115,16 +122,7 @@ describeWithPostgres('the fleet view of the dashboard', (pg) => {
         // B's console, live, from A's page: a line numbered above every one shown when the first came.
         await groupB.locator('tr[data-name=b1]').click();
         await tab.locator('#detail-node').getByText('on node node-b').waitFor();
-        await tab.locator('#console .line').first().waitFor({ timeout: 15_000 });
-        const numbers = async () =>
-          (await tab.locator('#console .line').allTextContents()).map((t) =>
-            Number(/count (\d+)/.exec(t)?.[1] ?? 0),
-          );
-        const first = Math.max(...(await numbers()));
-        await eventually(
-          'a newer console line of b1',
-          async () => Math.max(...(await numbers())) > first + 1,
-        );
+        await consoleIsLive(tab, 'a newer console line of b1');
         // Its plot, from B's samples: pixels of the series' colour (#2c7fb8) on the canvas.
         await eventually(
           'the memory plot of b1 drawn',
