@@ -37,7 +37,8 @@ export const readConfigV2 = (r: Reader): UnikernelConfigV2 =>
     arguments: readArgumentList(s),
   }));
 
-export function encConfigV2(c: UnikernelConfigV2): Der {
+/** What V1 and V2 configurations begin with: image, fail behaviour, CPU, memory, block devices. */
+function legacyHead(c: UnikernelConfigV1 | UnikernelConfigV2): Der[] {
   const fields = [
     ...imagePrefix(c),
     encFailBehaviour(c.failBehaviour),
@@ -45,6 +46,11 @@ export function encConfigV2(c: UnikernelConfigV2): Der {
     enc.integer(c.memory),
   ];
   pushOptionalSet(fields, 0, c.blocks, enc.utf8);
+  return fields;
+}
+
+export function encConfigV2(c: UnikernelConfigV2): Der {
+  const fields = legacyHead(c);
   if (c.bridges.length > 0) {
     const pairs = c.bridges.map((b) =>
       enc.sequence(b.bridge === null ? [enc.utf8(b.netif)] : [enc.utf8(b.netif), enc.utf8(b.bridge)]),
@@ -67,13 +73,7 @@ export const readConfigV1 = (r: Reader): UnikernelConfigV1 =>
   }));
 
 export function encConfigV1(c: UnikernelConfigV1): Der {
-  const fields = [
-    ...imagePrefix(c),
-    encFailBehaviour(c.failBehaviour),
-    enc.integer(c.cpuid),
-    enc.integer(c.memory),
-  ];
-  pushOptionalSet(fields, 0, c.blocks, enc.utf8);
+  const fields = legacyHead(c);
   pushOptionalSet(fields, 1, c.bridges, enc.utf8);
   pushArgumentList(fields, c.arguments);
   return enc.sequence(fields);
