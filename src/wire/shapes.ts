@@ -175,6 +175,12 @@ export function infoV3(i: UnikernelInfo): UnikernelInfoV3 {
   };
 }
 
+/** `value` without its field `key` (an older shape that never had it). */
+function without<T extends object, K extends keyof T>(value: T, key: K): Omit<T, K> {
+  const { [key]: _, ...rest } = value;
+  return rest;
+}
+
 /** The unikernel-info reply for a request of `release`, from 2.7 entries. */
 export function infoReply(release: InfoRelease, entries: readonly Named<UnikernelInfo>[]): InfoReply {
   const map = <T>(shape: (i: UnikernelInfo) => T) =>
@@ -185,25 +191,11 @@ export function infoReply(release: InfoRelease, entries: readonly Named<Unikerne
     case '2.6':
       return { type: 'unikernel-info', release, entries: map(infoV5) };
     case '2.4':
-      return {
-        type: 'unikernel-info',
-        release,
-        entries: map((i) => {
-          const { startup: _, ...v4 } = infoV5(i);
-          return v4;
-        }),
-      };
+      return { type: 'unikernel-info', release, entries: map((i) => without(infoV5(i), 'startup')) };
     case '2.1':
       return { type: 'unikernel-info', release, entries: map(infoV3) };
     case '2.0':
-      return {
-        type: 'unikernel-info',
-        release,
-        entries: map((i) => {
-          const { started: _, ...v2 } = infoV3(i);
-          return v2;
-        }),
-      };
+      return { type: 'unikernel-info', release, entries: map((i) => without(infoV3(i), 'started')) };
   }
 }
 
