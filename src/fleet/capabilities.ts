@@ -2,23 +2,11 @@
 // serves, and its capacity; how stored JSON is read back, where anything absent or malformed is false.
 
 import { err, ok, type PetrelError, type Result } from '../resources/errors.js';
+import type { TenderKind } from '../tender/elf.js';
+import type { BridgeCapability, TenderCapability } from '../tender/probe.js';
 
-export type TenderKind = 'hvt' | 'spt';
-
-export interface TenderCapability {
-  readonly kind: TenderKind;
-  /** Absolute path of the tender executable. */
-  readonly path: string;
-  /** The banner of its `--version` output (`solo5-hvt tender, version v0.12.1`). */
-  readonly version: string;
-  /** N of its `ABI version N` line. */
-  readonly abi: number;
-}
-
-export interface BridgeCapability {
-  readonly name: string;
-  readonly up: boolean;
-}
+// The probe's own shapes: a report is what it found, stored as JSON.
+export type { BridgeCapability, TenderCapability, TenderKind };
 
 /**
  * What a probe found on one host, as plain JSON. Produced by probing, never by configuration, and
