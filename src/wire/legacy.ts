@@ -18,13 +18,18 @@ import { ctx, type Der, enc, type Reader, TAG, unknownTag } from './der.js';
 import { fault } from './errors.js';
 import type { UnikernelConfigV0, UnikernelConfigV1, UnikernelConfigV2 } from './types.js';
 
+/** What V1 and V2 configurations begin with, read: image, fail behaviour, CPU, memory, block devices. */
+const readLegacyHead = (s: Reader): Omit<UnikernelConfigV1, 'bridges' | 'arguments'> => ({
+  ...readImagePrefix(s),
+  failBehaviour: readFailBehaviour(s),
+  cpuid: s.int('cpuid'),
+  memory: s.int('memory'),
+  blocks: readOptionalSet(s, 0, (x) => x.utf8('block')),
+});
+
 export const readConfigV2 = (r: Reader): UnikernelConfigV2 =>
   r.sequence((s) => ({
-    ...readImagePrefix(s),
-    failBehaviour: readFailBehaviour(s),
-    cpuid: s.int('cpuid'),
-    memory: s.int('memory'),
-    blocks: readOptionalSet(s, 0, (x) => x.utf8('block')),
+    ...readLegacyHead(s),
     bridges:
       s.optionalExplicit(1, (x) =>
         x.listOf((e) =>
@@ -63,11 +68,7 @@ export function encConfigV2(c: UnikernelConfigV2): Der {
 
 export const readConfigV1 = (r: Reader): UnikernelConfigV1 =>
   r.sequence((s) => ({
-    ...readImagePrefix(s),
-    failBehaviour: readFailBehaviour(s),
-    cpuid: s.int('cpuid'),
-    memory: s.int('memory'),
-    blocks: readOptionalSet(s, 0, (x) => x.utf8('block')),
+    ...readLegacyHead(s),
     bridges: readOptionalSet(s, 1, (x) => x.utf8('bridge')),
     arguments: readArgumentList(s),
   }));

@@ -280,17 +280,10 @@ export interface UnikernelInfoV5 {
 /** UnikernelInfoV4, 2.4/2.5 (Success [9]): V5 without startup. */
 export type UnikernelInfoV4 = Omit<UnikernelInfoV5, 'startup'>;
 
-/** UnikernelInfoV3, 2.1–2.3 (Success [8]). */
-export interface UnikernelInfoV3 {
-  readonly typ: Typ;
-  readonly failBehaviour: FailBehaviour;
-  readonly cpuid: number;
-  readonly memory: number;
-  readonly digest: Uint8Array;
+/** UnikernelInfoV3, 2.1–2.3 (Success [8]): V4 with the configuration's block and network specs. */
+export interface UnikernelInfoV3 extends Omit<UnikernelInfoV4, 'blocks' | 'bridges'> {
   readonly blocks: readonly BlockSpec[];
   readonly bridges: readonly NetSpec[];
-  readonly arguments: readonly string[] | null;
-  readonly started: Date | null;
 }
 
 /** UnikernelInfoV2, 2.0 (Success [5]): V3 without the start time. */
