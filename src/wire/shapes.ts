@@ -76,14 +76,8 @@ export function upgradeConfigV2(c: UnikernelConfigV2): UnikernelConfig {
 }
 
 export function upgradeConfigV1(c: UnikernelConfigV1): UnikernelConfig {
-  const { cpuid, blocks, bridges, ...rest } = c;
-  return {
-    ...rest,
-    ...OLD_DEFAULTS,
-    cpuids: [cpuid],
-    blocks: blocks.map(nameOnlyBlock),
-    bridges: bridges.map((netif): NetSpec => ({ netif, bridge: null, mac: null })),
-  };
+  // A V1 bridge is a plain name, the interface's: V2's form with no bridge named.
+  return upgradeConfigV2({ ...c, bridges: c.bridges.map((netif) => ({ netif, bridge: null })) });
 }
 
 export function upgradeConfigV0(c: UnikernelConfigV0): UnikernelConfig {

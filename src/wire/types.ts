@@ -294,32 +294,19 @@ export interface Named<T> {
   readonly info: T;
 }
 
+/** The unikernel-info reply of one release: its entries in that release's shape. */
+interface InfoReplyOf<Release extends string, Info> {
+  readonly type: 'unikernel-info';
+  readonly release: Release;
+  readonly entries: readonly Named<Info>[];
+}
+
 export type InfoReply =
-  | {
-      readonly type: 'unikernel-info';
-      readonly release: '2.0';
-      readonly entries: readonly Named<UnikernelInfoV2>[];
-    }
-  | {
-      readonly type: 'unikernel-info';
-      readonly release: '2.1';
-      readonly entries: readonly Named<UnikernelInfoV3>[];
-    }
-  | {
-      readonly type: 'unikernel-info';
-      readonly release: '2.4';
-      readonly entries: readonly Named<UnikernelInfoV4>[];
-    }
-  | {
-      readonly type: 'unikernel-info';
-      readonly release: '2.6';
-      readonly entries: readonly Named<UnikernelInfoV5>[];
-    }
-  | {
-      readonly type: 'unikernel-info';
-      readonly release: '2.7';
-      readonly entries: readonly Named<UnikernelInfo>[];
-    };
+  | InfoReplyOf<'2.0', UnikernelInfoV2>
+  | InfoReplyOf<'2.1', UnikernelInfoV3>
+  | InfoReplyOf<'2.4', UnikernelInfoV4>
+  | InfoReplyOf<'2.6', UnikernelInfoV5>
+  | InfoReplyOf<'2.7', UnikernelInfo>;
 
 // --- unikernel exits (Petrel only, differences (l)) ------------------------------------------
 
