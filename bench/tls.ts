@@ -90,6 +90,7 @@ import { startDaemon } from '../test/daemon/start.js';
 import { kvmUsable, probeWithFakeKvm as probe, repo } from '../test/engine/guest.js';
 import { makeNetns } from '../test/engine/harness.js';
 import { albatrossLeaf, albatrossSession } from '../test/tls/albatross-client.js';
+import { serverIdentity } from '../test/tls/helpers.js';
 import { loadAverage } from './support/load.js';
 
 const SEQUENTIAL = Number(process.env.BENCH_TLS_SESSIONS ?? 10_000);
@@ -373,14 +374,7 @@ export async function pki(dir: string): Promise<{
 }> {
   const validity = validityFor(new Date(), days(1));
   const root = await createRootCa(await generateKey('ed25519'), 'ca', validity);
-  const serverKey = await generateKey('ed25519');
-  const server = await issue({
-    profile: 'server',
-    commonName: 'server',
-    publicKey: serverKey.publicKey,
-    validity,
-    issuer: root,
-  });
+  const server = await serverIdentity(root, 1);
   const aliceKey = await generateKey('ed25519');
   const policy = unwrap(makePolicy({ vms: 2, memory: 64, cpuids: [0], block: null, bridges: [] }));
   const alice = unwrap(await issueDelegation(root, 'alice', policy, aliceKey.publicKey, validity));
@@ -403,8 +397,8 @@ export async function pki(dir: string): Promise<{
     key: path.join(dir, 'alice.key'),
   };
   await writeFile(files.ca, root.chain[0]?.toString('pem') ?? '');
-  await writeFile(files.server, server.certificate.toString('pem'));
-  await writeFile(files.serverKey, await exportPrivateKey(serverKey), { mode: 0o600 });
+  await writeFile(files.server, server.cert);
+  await writeFile(files.serverKey, server.key, { mode: 0o600 });
   await writeFile(files.cert, alice.chain.map((c) => c.toString('pem')).join('\n'));
   await writeFile(files.key, await exportPrivateKey(aliceKey), { mode: 0o600 });
   await writeFile(files.web, web.chain.map((c) => c.toString('pem')).join('\n'));
