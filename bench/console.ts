@@ -24,7 +24,7 @@ import { Ring } from '../src/console/ring.js';
 import { request } from '../test/daemon/client.js';
 import { launchDaemon } from '../test/daemon/process.js';
 import { build, repo, sptCanary } from '../test/engine/guest.js';
-import { canaryConfig, makeNetns } from '../test/engine/harness.js';
+import { canaryConfig, createCommand, makeNetns } from '../test/engine/harness.js';
 import { loadAverage } from './support/load.js';
 
 const FLOOD_LINES = 200_000;
@@ -164,12 +164,11 @@ async function flood(vm: string, subscribers: number): Promise<number> {
   });
   await Promise.all(readers.map((r) => r.subscribed));
   const started = performance.now();
-  await request(`${runDir}/util/vmmd.sock`, vm, {
-    type: 'unikernel-create',
-    force: false,
-    release: '2.7',
-    config: await canaryConfig(sptCanary, ['flood', String(FLOOD_LINES)]),
-  });
+  await request(
+    `${runDir}/util/vmmd.sock`,
+    vm,
+    createCommand(await canaryConfig(sptCanary, ['flood', String(FLOOD_LINES)])),
+  );
   const results = await Promise.all(readers.map((r) => r.done));
   const seconds = (performance.now() - started) / 1000;
   for (const result of results) {
@@ -204,12 +203,7 @@ let direct: ChildProcess | undefined;
 
 /** The three windows for one guest: under petreld alone, with a subscriber, then on a file. */
 async function guest(vm: string, args: string[]): Promise<Window[]> {
-  await request(`${runDir}/util/vmmd.sock`, vm, {
-    type: 'unikernel-create',
-    force: false,
-    release: '2.7',
-    config: await canaryConfig(sptCanary, args),
-  });
+  await request(`${runDir}/util/vmmd.sock`, vm, createCommand(await canaryConfig(sptCanary, args)));
   const holder = holderOf(runDir);
   const tender = await tenderOf(holder);
   const cpus =

@@ -15,7 +15,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { commandFrame, open, request, said } from '../test/daemon/client.js';
 import { build, canaryImage, repo, testTender } from '../test/engine/guest.js';
-import { canaryConfig, makeNetns } from '../test/engine/harness.js';
+import { canaryConfig, createCommand, makeNetns } from '../test/engine/harness.js';
 import { loadAverage } from './support/load.js';
 
 const VMS = Number(process.env.BENCH_VMS ?? 100);
@@ -133,12 +133,7 @@ try {
   while ((await infoCount()) < 0) await new Promise((r) => setTimeout(r, 20));
   const config = await canaryConfig(canaryImage, ['wait', 'x']);
   for (const [i, word] of words.entries()) {
-    const created = await request(vmmd, `:vm${i}`, {
-      type: 'unikernel-create',
-      force: false,
-      release: '2.7',
-      config: { ...config, arguments: ['wait', word] },
-    });
+    const created = await request(vmmd, `:vm${i}`, createCommand({ ...config, arguments: ['wait', word] }));
     if (said(created[0]) !== 'created unikernel') throw new Error(`create vm${i}: ${said(created[0])}`);
   }
   console.log(

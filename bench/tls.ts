@@ -66,8 +66,7 @@ import path from 'node:path';
 import { connect, createSecureContext, createServer } from 'node:tls';
 import { fileURLToPath } from 'node:url';
 import pino from 'pino';
-import { buildConfig } from '../src/daemon/config.js';
-import { createDaemon, type Daemon } from '../src/daemon/daemon.js';
+import type { Daemon } from '../src/daemon/daemon.js';
 import { unwrap } from '../src/resources/errors.js';
 import { parseName } from '../src/resources/name.js';
 import { makePolicy } from '../src/resources/policy.js';
@@ -87,15 +86,11 @@ import { x509 } from '../src/tls/x509.js';
 import { decodeWire, encodeWire, FrameReader, frame } from '../src/wire/index.js';
 import { solo5Config } from '../src/wire/shapes.js';
 import { LAUNCHER, launchDaemon } from '../test/daemon/process.js';
-import {
-  kvmUsable,
-  probeWithFakeKvm as probe,
-  repo,
-  testKvmDevice,
-  testTender,
-} from '../test/engine/guest.js';
+import { startDaemon } from '../test/daemon/start.js';
+import { kvmUsable, probeWithFakeKvm as probe, repo } from '../test/engine/guest.js';
 import { makeNetns } from '../test/engine/harness.js';
 import { albatrossLeaf, albatrossSession } from '../test/tls/albatross-client.js';
+import { serverIdentity } from '../test/tls/helpers.js';
 import { loadAverage } from './support/load.js';
 
 const SEQUENTIAL = Number(process.env.BENCH_TLS_SESSIONS ?? 10_000);
@@ -379,14 +374,7 @@ export async function pki(dir: string): Promise<{
 }> {
   const validity = validityFor(new Date(), days(1));
   const root = await createRootCa(await generateKey('ed25519'), 'ca', validity);
-  const serverKey = await generateKey('ed25519');
-  const server = await issue({
-    profile: 'server',
-    commonName: 'server',
-    publicKey: serverKey.publicKey,
-    validity,
-    issuer: root,
-  });
+  const server = await serverIdentity(root, 1);
   const aliceKey = await generateKey('ed25519');
   const policy = unwrap(makePolicy({ vms: 2, memory: 64, cpuids: [0], block: null, bridges: [] }));
   const alice = unwrap(await issueDelegation(root, 'alice', policy, aliceKey.publicKey, validity));
@@ -409,8 +397,8 @@ export async function pki(dir: string): Promise<{
     key: path.join(dir, 'alice.key'),
   };
   await writeFile(files.ca, root.chain[0]?.toString('pem') ?? '');
-  await writeFile(files.server, server.certificate.toString('pem'));
-  await writeFile(files.serverKey, await exportPrivateKey(serverKey), { mode: 0o600 });
+  await writeFile(files.server, server.cert);
+  await writeFile(files.serverKey, server.key, { mode: 0o600 });
   await writeFile(files.cert, alice.chain.map((c) => c.toString('pem')).join('\n'));
   await writeFile(files.key, await exportPrivateKey(aliceKey), { mode: 0o600 });
   await writeFile(files.web, web.chain.map((c) => c.toString('pem')).join('\n'));
@@ -847,25 +835,14 @@ async function main(): Promise<void> {
     if (part('process')) await processSection(dir, files);
     if (part('embedded')) await embeddedSection(dir, files);
     if (!part('daemon')) return;
-    const config = unwrap(
-      buildConfig({
-        flags: {
-          stateDir: path.join(dir, 'state'),
-          runDir: path.join(dir, 'run'),
-          tenderHvt: await testTender(dir),
-          kvmDevice: testKvmDevice,
-          runtimes: 'hvt',
-          tlsListen: '127.0.0.1:0',
-          tlsCa: files.ca,
-          tlsCert: files.server,
-          tlsKey: files.serverKey,
-        },
-      }),
-    );
-    // Production's level (info), written where it costs what a log file costs.
+    // Production's level (info), written where it costs what a log file costs; production's
+    // canary deadline and stop timeout, not the tests' shorter ones.
     const log = pino({ level: 'info' }, pino.destination({ dest: '/dev/null', sync: false }));
-    daemon = createDaemon({ config, log, netns: netns.name, probe });
-    const started = await daemon.start();
+    const flags = { runtimes: 'hvt', canaryDeadline: '10s', stopTimeout: '10s', tlsListen: '127.0.0.1:0' };
+    const tls = { tlsCa: files.ca, tlsCert: files.server, tlsKey: files.serverKey };
+    const made = await startDaemon(dir, netns.name, { ...flags, ...tls }, undefined, probe, log);
+    daemon = made.daemon;
+    const started = made.started;
     if (!started.ok) throw new Error(`petreld did not start: ${started.error.message}`);
     const port = started.value.tls?.port ?? 0;
     const server = { host: '127.0.0.1', port, ca: files.ca, cert: files.cert, key: files.key };

@@ -12,13 +12,13 @@
 import { readFile } from 'node:fs/promises';
 import { request } from 'node:https';
 import path from 'node:path';
-import { caCommand } from '../src/cli/commands/ca.js';
 import { unwrap } from '../src/resources/errors.js';
 import { parseName } from '../src/resources/name.js';
 import type { Command } from '../src/wire/types.js';
+import { subscribeCommand } from '../test/daemon/client.js';
 import { canaryImage, guestMode } from '../test/engine/guest.js';
-import { canaryConfig } from '../test/engine/harness.js';
-import { startPetreld } from '../test/tls/petreld.js';
+import { canaryConfig, createCommand } from '../test/engine/harness.js';
+import { mintToken, startPetreld } from '../test/tls/petreld.js';
 import { loadAverage } from './support/load.js';
 
 const ROUNDS = Number(process.env.BENCH_WEB_ROUNDS ?? 20);
@@ -36,27 +36,7 @@ const petreld = await startPetreld(
 );
 try {
   const cacert = await readFile(path.join(petreld.ca, 'cacert.pem'));
-  let token = '';
-  await caCommand.run(
-    [
-      'token',
-      '--cert',
-      path.join(petreld.ca, 'alice.pem'),
-      '--key',
-      path.join(petreld.ca, 'alice.key'),
-      '--name',
-      'bench',
-    ],
-    {
-      stdout: (t) => {
-        token += String(t);
-      },
-      stderr: () => {},
-      readFile: async () => new Uint8Array(),
-      writeFile: async () => {},
-    },
-  );
-  token = token.trim();
+  const token = await mintToken(petreld, 'alice', 'bench');
   const image = await readFile(canaryImage);
   const port = petreld.webPort as number;
   const headers = { authorization: `Bearer ${token}` };
@@ -110,11 +90,7 @@ try {
   const remote = petreld.remote('alice');
   async function viaTls(vm: string): Promise<number> {
     const name = unwrap(parseName(vm));
-    const watch = await remote.stream(name, {
-      type: 'console-subscribe',
-      release: '2.1',
-      select: { kind: 'count', count: 0 },
-    });
+    const watch = await remote.stream(name, subscribeCommand({ kind: 'count', count: 0 }));
     if (!watch.ok) throw new Error(watch.error.message);
     const began = performance.now();
     const line = (async () => {
@@ -129,12 +105,9 @@ try {
       }
       throw new Error('the console ended without the line');
     })();
-    const create: Command = {
-      type: 'unikernel-create',
-      force: false,
-      release: '2.7',
-      config: await canaryConfig(canaryImage, ['wait', vm], { memory: 8, image }),
-    };
+    const create: Command = createCommand(
+      await canaryConfig(canaryImage, ['wait', vm], { memory: 8, image }),
+    );
     const created = await remote.request(name, create);
     if (!created.ok || created.value.kind !== 'reply')
       throw new Error(`tls create: ${JSON.stringify(created)}`);

@@ -8,6 +8,7 @@
 import { parseName } from '../src/resources/name.js';
 import { FrameReader, frame, infoReply } from '../src/wire/index.js';
 import { decodeWire, encodeWire } from '../src/wire/message.js';
+import { solo5Config } from '../src/wire/shapes.js';
 import type { UnikernelInfo, Wire } from '../src/wire/types.js';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 1);
@@ -112,21 +113,11 @@ const create: Wire = {
       type: 'unikernel-create',
       force: false,
       release: '2.7',
-      config: {
-        typ: 'solo5',
-        compressed: false,
-        image,
-        startup: null,
-        addName: true,
-        failBehaviour: { kind: 'quit' },
-        cpuids: [0],
+      config: solo5Config(image, {
         memory: 512,
-        blocks: [],
         bridges: [{ netif: 'service', bridge: null, mac: null }],
         arguments: ['--hello'],
-        cpus: 1,
-        linuxBootPartition: null,
-      },
+      }),
     },
   },
 };

@@ -14,20 +14,17 @@ import { unwrap } from '../src/resources/errors.js';
 import { makePolicy } from '../src/resources/policy.js';
 import * as T from '../src/resources/tree.js';
 import { canaryImage, canaryNetImage } from '../test/engine/guest.js';
-import { canaryConfig, createCommand, makeEngine, storedNames, storedState } from '../test/engine/harness.js';
+import {
+  CREATE_STEPS,
+  canaryConfig,
+  createCommand,
+  makeEngine,
+  storedNames,
+  storedState,
+} from '../test/engine/harness.js';
 
 const RUNS = Number(process.env.ENGINE_PROPERTY_RUNS ?? 12);
-const HOST_STEPS: (keyof EngineHost)[] = [
-  'stageImage',
-  'storeImage',
-  'linkImage',
-  'makeFifo',
-  'createTap',
-  'openConsole',
-  'spawnTender',
-  'appendJournal',
-  'writeSnapshot',
-];
+const HOST_STEPS: (keyof EngineHost)[] = [...CREATE_STEPS, 'writeSnapshot'];
 
 /** File-layer write sites a step may meet a full disk at (the state directory's). */
 const WRITE_SITES: WriteSite[] = [

@@ -22,6 +22,7 @@ export const KVM_API_VERSION = 12;
 
 export interface TenderCapability {
   readonly kind: TenderKind;
+  /** Absolute path of the tender executable. */
   readonly path: string;
   /** The first line of `--version` (`solo5-hvt tender, version v0.12.1`). */
   readonly version: string;

@@ -25,33 +25,30 @@ const RSA = { name: 'RSASSA-PKCS1-v1_5', hash: 'SHA-256' } as const;
 const CURVE = { p256: 'P-256', p384: 'P-384', p521: 'P-521' } as const;
 const ECDSA_HASH = { p256: 'SHA-256', p384: 'SHA-384', p521: 'SHA-512' } as const;
 
-function importParams(type: KeyType): KeyAlgorithmParams {
+type Curve = keyof typeof CURVE;
+
+/** What Ed25519 and RSA keys name for both uses; an ECDSA key names `ecdsa(its curve)`. */
+function byFamily<T>(type: KeyType, ecdsa: (curve: Curve) => T): T | Algorithm | typeof RSA {
   switch (type) {
     case 'ed25519':
       return { name: 'Ed25519' };
     case 'p256':
     case 'p384':
     case 'p521':
-      return { name: 'ECDSA', namedCurve: CURVE[type] };
+      return ecdsa(type);
     case 'rsa2048':
     case 'rsa4096':
       return RSA;
   }
 }
 
+function importParams(type: KeyType): KeyAlgorithmParams {
+  return byFamily(type, (curve) => ({ name: 'ECDSA', namedCurve: CURVE[curve] }));
+}
+
 /** The algorithm certificates signed by a key of this type use (SHA-2 or EdDSA, as Albatross). */
 export function signingAlgorithm(type: KeyType): Algorithm | EcdsaParams {
-  switch (type) {
-    case 'ed25519':
-      return { name: 'Ed25519' };
-    case 'p256':
-    case 'p384':
-    case 'p521':
-      return { name: 'ECDSA', hash: ECDSA_HASH[type] };
-    case 'rsa2048':
-    case 'rsa4096':
-      return RSA;
-  }
+  return byFamily(type, (curve) => ({ name: 'ECDSA', hash: ECDSA_HASH[curve] }));
 }
 
 export function parseKeyType(text: string): Result<KeyType, PetrelError<'E_PKI_KEY'>> {

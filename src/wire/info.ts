@@ -90,32 +90,27 @@ export function encInfo(i: UnikernelInfo): Der {
   return enc.sequence(fields);
 }
 
+/** The fields of V4 after its type, which V5 has after its startup. */
+const readInfoRest = (s: Reader): Omit<UnikernelInfoV4, 'typ'> => ({
+  failBehaviour: readFailBehaviour(s),
+  cpuid: s.int('cpuid'),
+  memory: s.int('memory'),
+  digest: s.octets('digest'),
+  blocks: readOptionalSet(s, 0, readInfoBlock),
+  bridges: readOptionalSet(s, 1, readInfoNet),
+  arguments: readArgumentList(s),
+  started: readStarted(s),
+});
+
 export const readInfoV5 = (r: Reader): UnikernelInfoV5 =>
-  r.sequence((s) => ({
-    typ: readTyp(s),
-    startup: readStartup(s),
-    failBehaviour: readFailBehaviour(s),
-    cpuid: s.int('cpuid'),
-    memory: s.int('memory'),
-    digest: s.octets('digest'),
-    blocks: readOptionalSet(s, 0, readInfoBlock),
-    bridges: readOptionalSet(s, 1, readInfoNet),
-    arguments: readArgumentList(s),
-    started: readStarted(s),
-  }));
+  r.sequence((s) => {
+    const typ = readTyp(s);
+    const startup = readStartup(s);
+    return { typ, startup, ...readInfoRest(s) };
+  });
 
 export const readInfoV4 = (r: Reader): UnikernelInfoV4 =>
-  r.sequence((s) => ({
-    typ: readTyp(s),
-    failBehaviour: readFailBehaviour(s),
-    cpuid: s.int('cpuid'),
-    memory: s.int('memory'),
-    digest: s.octets('digest'),
-    blocks: readOptionalSet(s, 0, readInfoBlock),
-    bridges: readOptionalSet(s, 1, readInfoNet),
-    arguments: readArgumentList(s),
-    started: readStarted(s),
-  }));
+  r.sequence((s) => ({ typ: readTyp(s), ...readInfoRest(s) }));
 
 /** V5 and V4 differ only by `startup`, which V4 never has. */
 function encInfoV54(i: UnikernelInfoV4, startup: number | null): Der {

@@ -18,13 +18,18 @@ import { ctx, type Der, enc, type Reader, TAG, unknownTag } from './der.js';
 import { fault } from './errors.js';
 import type { UnikernelConfigV0, UnikernelConfigV1, UnikernelConfigV2 } from './types.js';
 
+/** What V1 and V2 configurations begin with, read: image, fail behaviour, CPU, memory, block devices. */
+const readLegacyHead = (s: Reader): Omit<UnikernelConfigV1, 'bridges' | 'arguments'> => ({
+  ...readImagePrefix(s),
+  failBehaviour: readFailBehaviour(s),
+  cpuid: s.int('cpuid'),
+  memory: s.int('memory'),
+  blocks: readOptionalSet(s, 0, (x) => x.utf8('block')),
+});
+
 export const readConfigV2 = (r: Reader): UnikernelConfigV2 =>
   r.sequence((s) => ({
-    ...readImagePrefix(s),
-    failBehaviour: readFailBehaviour(s),
-    cpuid: s.int('cpuid'),
-    memory: s.int('memory'),
-    blocks: readOptionalSet(s, 0, (x) => x.utf8('block')),
+    ...readLegacyHead(s),
     bridges:
       s.optionalExplicit(1, (x) =>
         x.listOf((e) =>
@@ -37,7 +42,8 @@ export const readConfigV2 = (r: Reader): UnikernelConfigV2 =>
     arguments: readArgumentList(s),
   }));
 
-export function encConfigV2(c: UnikernelConfigV2): Der {
+/** What V1 and V2 configurations begin with: image, fail behaviour, CPU, memory, block devices. */
+function legacyHead(c: UnikernelConfigV1 | UnikernelConfigV2): Der[] {
   const fields = [
     ...imagePrefix(c),
     encFailBehaviour(c.failBehaviour),
@@ -45,6 +51,11 @@ export function encConfigV2(c: UnikernelConfigV2): Der {
     enc.integer(c.memory),
   ];
   pushOptionalSet(fields, 0, c.blocks, enc.utf8);
+  return fields;
+}
+
+export function encConfigV2(c: UnikernelConfigV2): Der {
+  const fields = legacyHead(c);
   if (c.bridges.length > 0) {
     const pairs = c.bridges.map((b) =>
       enc.sequence(b.bridge === null ? [enc.utf8(b.netif)] : [enc.utf8(b.netif), enc.utf8(b.bridge)]),
@@ -57,23 +68,13 @@ export function encConfigV2(c: UnikernelConfigV2): Der {
 
 export const readConfigV1 = (r: Reader): UnikernelConfigV1 =>
   r.sequence((s) => ({
-    ...readImagePrefix(s),
-    failBehaviour: readFailBehaviour(s),
-    cpuid: s.int('cpuid'),
-    memory: s.int('memory'),
-    blocks: readOptionalSet(s, 0, (x) => x.utf8('block')),
+    ...readLegacyHead(s),
     bridges: readOptionalSet(s, 1, (x) => x.utf8('bridge')),
     arguments: readArgumentList(s),
   }));
 
 export function encConfigV1(c: UnikernelConfigV1): Der {
-  const fields = [
-    ...imagePrefix(c),
-    encFailBehaviour(c.failBehaviour),
-    enc.integer(c.cpuid),
-    enc.integer(c.memory),
-  ];
-  pushOptionalSet(fields, 0, c.blocks, enc.utf8);
+  const fields = legacyHead(c);
   pushOptionalSet(fields, 1, c.bridges, enc.utf8);
   pushArgumentList(fields, c.arguments);
   return enc.sequence(fields);

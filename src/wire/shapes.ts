@@ -76,14 +76,8 @@ export function upgradeConfigV2(c: UnikernelConfigV2): UnikernelConfig {
 }
 
 export function upgradeConfigV1(c: UnikernelConfigV1): UnikernelConfig {
-  const { cpuid, blocks, bridges, ...rest } = c;
-  return {
-    ...rest,
-    ...OLD_DEFAULTS,
-    cpuids: [cpuid],
-    blocks: blocks.map(nameOnlyBlock),
-    bridges: bridges.map((netif): NetSpec => ({ netif, bridge: null, mac: null })),
-  };
+  // A V1 bridge is a plain name, the interface's: V2's form with no bridge named.
+  return upgradeConfigV2({ ...c, bridges: c.bridges.map((netif) => ({ netif, bridge: null })) });
 }
 
 export function upgradeConfigV0(c: UnikernelConfigV0): UnikernelConfig {
@@ -175,6 +169,12 @@ export function infoV3(i: UnikernelInfo): UnikernelInfoV3 {
   };
 }
 
+/** `value` without its field `key` (an older shape that never had it). */
+function without<T extends object, K extends keyof T>(value: T, key: K): Omit<T, K> {
+  const { [key]: _, ...rest } = value;
+  return rest;
+}
+
 /** The unikernel-info reply for a request of `release`, from 2.7 entries. */
 export function infoReply(release: InfoRelease, entries: readonly Named<UnikernelInfo>[]): InfoReply {
   const map = <T>(shape: (i: UnikernelInfo) => T) =>
@@ -185,25 +185,11 @@ export function infoReply(release: InfoRelease, entries: readonly Named<Unikerne
     case '2.6':
       return { type: 'unikernel-info', release, entries: map(infoV5) };
     case '2.4':
-      return {
-        type: 'unikernel-info',
-        release,
-        entries: map((i) => {
-          const { startup: _, ...v4 } = infoV5(i);
-          return v4;
-        }),
-      };
+      return { type: 'unikernel-info', release, entries: map((i) => without(infoV5(i), 'startup')) };
     case '2.1':
       return { type: 'unikernel-info', release, entries: map(infoV3) };
     case '2.0':
-      return {
-        type: 'unikernel-info',
-        release,
-        entries: map((i) => {
-          const { started: _, ...v2 } = infoV3(i);
-          return v2;
-        }),
-      };
+      return { type: 'unikernel-info', release, entries: map((i) => without(infoV3(i), 'started')) };
   }
 }
 

@@ -54,14 +54,21 @@ function instant(
   return date;
 }
 
+/** The TLV's text, read as `kind` (which can write back the years `years`). */
+function timeText(
+  kind: TimeText['kind'],
+  years: TimeText['years'],
+  bytes: Uint8Array,
+  start: number,
+  end: number,
+  at: number,
+): TimeText {
+  return { kind, text: asciiText(bytes, start, end, at, kind), at, years };
+}
+
 /** `YYYYMMDDHH[MM[SS[.f{1,3}]]]` then `Z`, `±hhmm` or nothing (UTC). */
 export function decodeGeneralizedTime(bytes: Uint8Array, start: number, end: number, at: number): Date {
-  const t: TimeText = {
-    kind: 'GeneralizedTime',
-    text: asciiText(bytes, start, end, at, 'GeneralizedTime'),
-    at,
-    years: [0, 9999],
-  };
+  const t = timeText('GeneralizedTime', [0, 9999], bytes, start, end, at);
   const m = GENERALIZED.exec(t.text);
   if (m === null) return fault('E_WIRE_TIME', `invalid GeneralizedTime ${JSON.stringify(t.text)}`, at);
   const millis = m[7] === undefined ? 0 : Number(m[7].padEnd(3, '0'));
@@ -70,12 +77,7 @@ export function decodeGeneralizedTime(bytes: Uint8Array, start: number, end: num
 
 /** `YYMMDDHHMM[SS]` then `Z`, `±hhmm` or nothing; YY ≥ 50 is 19YY, otherwise 20YY. */
 export function decodeUtcTime(bytes: Uint8Array, start: number, end: number, at: number): Date {
-  const t: TimeText = {
-    kind: 'UTCTime',
-    text: asciiText(bytes, start, end, at, 'UTCTime'),
-    at,
-    years: [1950, 2049],
-  };
+  const t = timeText('UTCTime', [1950, 2049], bytes, start, end, at);
   const m = UTC.exec(t.text);
   if (m === null) return fault('E_WIRE_TIME', `invalid UTCTime ${JSON.stringify(t.text)}`, at);
   const [yy, ...rest] = [m[1], m[2], m[3], m[4], m[5], m[6]].map((f) => Number(f ?? 0)) as [

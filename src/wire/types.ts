@@ -80,59 +80,24 @@ export interface UnikernelConfig {
   readonly linuxBootPartition: string | null;
 }
 
-/** UnikernelConfigV4, 2.6 (create [16]/[17], state [5]). */
-export interface UnikernelConfigV4 {
-  readonly typ: Typ;
-  readonly compressed: boolean;
-  readonly image: Uint8Array;
-  readonly startup: number | null;
-  readonly addName: boolean;
-  readonly failBehaviour: FailBehaviour;
+/** UnikernelConfigV4, 2.6 (create [16]/[17], state [5]): one CPU id, no vCPU count or boot partition. */
+export interface UnikernelConfigV4 extends Omit<UnikernelConfig, 'cpuids' | 'cpus' | 'linuxBootPartition'> {
   readonly cpuid: number;
-  readonly memory: number;
-  readonly blocks: readonly BlockSpec[];
-  readonly bridges: readonly NetSpec[];
-  readonly arguments: readonly string[] | null;
 }
 
-/** UnikernelConfigV3, 2.0–2.5 (create [9]/[10], state [3]/[4]). */
-export interface UnikernelConfigV3 {
-  readonly typ: Typ;
-  readonly compressed: boolean;
-  readonly image: Uint8Array;
-  readonly failBehaviour: FailBehaviour;
-  readonly cpuid: number;
-  readonly memory: number;
-  readonly blocks: readonly BlockSpec[];
-  readonly bridges: readonly NetSpec[];
-  readonly arguments: readonly string[] | null;
-}
+/** UnikernelConfigV3, 2.0–2.5 (create [9]/[10], state [3]/[4]): V4 without startup and addName. */
+export interface UnikernelConfigV3 extends Omit<UnikernelConfigV4, 'startup' | 'addName'> {}
 
 /** UnikernelConfigV2 (state [2], reply [3]). */
-export interface UnikernelConfigV2 {
-  readonly typ: Typ;
-  readonly compressed: boolean;
-  readonly image: Uint8Array;
-  readonly failBehaviour: FailBehaviour;
-  readonly cpuid: number;
-  readonly memory: number;
+export interface UnikernelConfigV2 extends Omit<UnikernelConfigV3, 'blocks' | 'bridges'> {
   /** Block names only. */
   readonly blocks: readonly string[];
   readonly bridges: readonly { readonly netif: string; readonly bridge: string | null }[];
-  readonly arguments: readonly string[] | null;
 }
 
 /** UnikernelConfigV1 (state [0]): bridges are plain names (netif = bridge). */
-export interface UnikernelConfigV1 {
-  readonly typ: Typ;
-  readonly compressed: boolean;
-  readonly image: Uint8Array;
-  readonly failBehaviour: FailBehaviour;
-  readonly cpuid: number;
-  readonly memory: number;
-  readonly blocks: readonly string[];
+export interface UnikernelConfigV1 extends Omit<UnikernelConfigV2, 'bridges'> {
   readonly bridges: readonly string[];
-  readonly arguments: readonly string[] | null;
 }
 
 export type ImageArch = 'hvt-amd64' | 'hvt-arm64' | 'hvt-amd64-compressed';
@@ -148,41 +113,17 @@ export interface UnikernelConfigV0 {
   readonly arguments: readonly string[] | null;
 }
 
+/** The configuration without its image: what a restart may change. */
+type WithoutImage = 'typ' | 'compressed' | 'image';
+
 /** UnikernelArguments, 2.7 (restart [14][3]). */
-export interface UnikernelArguments {
-  readonly failBehaviour: FailBehaviour;
-  readonly startup: number | null;
-  readonly addName: boolean;
-  readonly cpuids: readonly number[];
-  readonly memory: number;
-  readonly blocks: readonly BlockSpec[];
-  readonly bridges: readonly NetSpec[];
-  readonly arguments: readonly string[] | null;
-  readonly cpus: number;
-  readonly linuxBootPartition: string | null;
-}
+export interface UnikernelArguments extends Omit<UnikernelConfig, WithoutImage> {}
 
 /** UnikernelArgumentsV1, 2.6 (restart [14][2]). */
-export interface UnikernelArgumentsV1 {
-  readonly failBehaviour: FailBehaviour;
-  readonly startup: number | null;
-  readonly addName: boolean;
-  readonly cpuid: number;
-  readonly memory: number;
-  readonly blocks: readonly BlockSpec[];
-  readonly bridges: readonly NetSpec[];
-  readonly arguments: readonly string[] | null;
-}
+export interface UnikernelArgumentsV1 extends Omit<UnikernelConfigV4, WithoutImage> {}
 
 /** UnikernelArgumentsV0, 2.4/2.5 (restart [14][1]). */
-export interface UnikernelArgumentsV0 {
-  readonly failBehaviour: FailBehaviour;
-  readonly cpuid: number;
-  readonly memory: number;
-  readonly blocks: readonly BlockSpec[];
-  readonly bridges: readonly NetSpec[];
-  readonly arguments: readonly string[] | null;
-}
+export interface UnikernelArgumentsV0 extends Omit<UnikernelConfigV3, WithoutImage> {}
 
 // --- commands (§4.2–§4.7) -------------------------------------------------------------------
 
@@ -339,17 +280,10 @@ export interface UnikernelInfoV5 {
 /** UnikernelInfoV4, 2.4/2.5 (Success [9]): V5 without startup. */
 export type UnikernelInfoV4 = Omit<UnikernelInfoV5, 'startup'>;
 
-/** UnikernelInfoV3, 2.1–2.3 (Success [8]). */
-export interface UnikernelInfoV3 {
-  readonly typ: Typ;
-  readonly failBehaviour: FailBehaviour;
-  readonly cpuid: number;
-  readonly memory: number;
-  readonly digest: Uint8Array;
+/** UnikernelInfoV3, 2.1–2.3 (Success [8]): V4 with the configuration's block and network specs. */
+export interface UnikernelInfoV3 extends Omit<UnikernelInfoV4, 'blocks' | 'bridges'> {
   readonly blocks: readonly BlockSpec[];
   readonly bridges: readonly NetSpec[];
-  readonly arguments: readonly string[] | null;
-  readonly started: Date | null;
 }
 
 /** UnikernelInfoV2, 2.0 (Success [5]): V3 without the start time. */
@@ -360,32 +294,19 @@ export interface Named<T> {
   readonly info: T;
 }
 
+/** The unikernel-info reply of one release: its entries in that release's shape. */
+interface InfoReplyOf<Release extends string, Info> {
+  readonly type: 'unikernel-info';
+  readonly release: Release;
+  readonly entries: readonly Named<Info>[];
+}
+
 export type InfoReply =
-  | {
-      readonly type: 'unikernel-info';
-      readonly release: '2.0';
-      readonly entries: readonly Named<UnikernelInfoV2>[];
-    }
-  | {
-      readonly type: 'unikernel-info';
-      readonly release: '2.1';
-      readonly entries: readonly Named<UnikernelInfoV3>[];
-    }
-  | {
-      readonly type: 'unikernel-info';
-      readonly release: '2.4';
-      readonly entries: readonly Named<UnikernelInfoV4>[];
-    }
-  | {
-      readonly type: 'unikernel-info';
-      readonly release: '2.6';
-      readonly entries: readonly Named<UnikernelInfoV5>[];
-    }
-  | {
-      readonly type: 'unikernel-info';
-      readonly release: '2.7';
-      readonly entries: readonly Named<UnikernelInfo>[];
-    };
+  | InfoReplyOf<'2.0', UnikernelInfoV2>
+  | InfoReplyOf<'2.1', UnikernelInfoV3>
+  | InfoReplyOf<'2.4', UnikernelInfoV4>
+  | InfoReplyOf<'2.6', UnikernelInfoV5>
+  | InfoReplyOf<'2.7', UnikernelInfo>;
 
 // --- unikernel exits (Petrel only, differences (l)) ------------------------------------------
 

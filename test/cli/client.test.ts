@@ -8,7 +8,7 @@ import { runPetrel } from '../../src/cli/dispatch.js';
 import { request, said } from '../daemon/client.js';
 import { type TestDaemon, testDaemon } from '../daemon/start.js';
 import { canaryImage } from '../engine/guest.js';
-import { canaryConfig } from '../engine/harness.js';
+import { canaryConfig, createCommand } from '../engine/harness.js';
 import { capture, petrel, progressDraws, streamingFiles, until } from './io.js';
 
 let node: TestDaemon;
@@ -203,12 +203,11 @@ describe('policies', () => {
     expect((await run('create', 'alice:one', canaryImage, '--arg', 'wait', '--arg', '1')).code).toBe(0);
     const refused = await run('create', 'alice:two', canaryImage, '--arg', 'wait', '--arg', '2');
     // The same command straight on the socket: the client prints exactly petreld's text.
-    const direct = await request(path.join(node.runDir, 'util', 'vmmd.sock'), 'alice:two', {
-      type: 'unikernel-create',
-      force: false,
-      release: '2.7',
-      config: await canaryConfig(canaryImage, ['wait', '2'], { memory: 32 }),
-    });
+    const direct = await request(
+      path.join(node.runDir, 'util', 'vmmd.sock'),
+      'alice:two',
+      createCommand(await canaryConfig(canaryImage, ['wait', '2'], { memory: 32 })),
+    );
     expect(said(direct[0])).toMatch(/^Failure: .*unikernel/);
     expect(refused).toMatchObject({
       code: 117,

@@ -1,6 +1,7 @@
 // A captured CliIo for running petrel subcommands in-process: stdout as bytes, stderr as text,
 // the real file system, and an interrupt the test triggers instead of SIGINT.
 
+import { spawn } from 'node:child_process';
 import { readFile, writeFile } from 'node:fs/promises';
 import type { CliIo } from '../../src/cli/command.js';
 import { runPetrel } from '../../src/cli/dispatch.js';
@@ -89,4 +90,21 @@ export function progressDraws(stderr: string): string[] {
       if (!draw.endsWith(ERASE_LINE)) throw new Error(`a redraw without its erase: ${JSON.stringify(draw)}`);
       return draw.slice(0, -ERASE_LINE.length);
     });
+}
+
+/** `node FILE ARGS…` with both outputs on pipes, as in a script: its status and both outputs. */
+export function runNode(
+  file: string,
+  args: readonly string[],
+): Promise<{ status: number | null; stdout: string; stderr: string }> {
+  const child = spawn(process.execPath, [file, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (d: Buffer) => {
+    stdout += d.toString();
+  });
+  child.stderr.on('data', (d: Buffer) => {
+    stderr += d.toString();
+  });
+  return new Promise((resolve) => child.once('close', (status) => resolve({ status, stdout, stderr })));
 }

@@ -15,7 +15,8 @@ import { solo5Config } from '../../src/wire/shapes.js';
 import { WIRE_VERSION } from '../../src/wire/types.js';
 import { type TestDaemon, testDaemon } from '../daemon/start.js';
 import { canaryImage, repo } from '../engine/guest.js';
-import { petrel, until } from './io.js';
+import { createCommand } from '../engine/harness.js';
+import { petrel, runNode, until } from './io.js';
 
 const executable = path.join(repo, 'dist', 'src', 'cli', 'petrel.js');
 /** package.json's bin: the bundle that `petrel.js` loads too, when `npm run build` made it. */
@@ -86,20 +87,7 @@ async function freed(device: string, at: readonly string[]): Promise<void> {
 }
 
 /** `node FILE ARGS…` without a petreld: its status and both outputs. */
-function helpOf(file: string, args: readonly string[]) {
-  const child = spawn(process.execPath, [file, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (d: Buffer) => {
-    stdout += d.toString();
-  });
-  child.stderr.on('data', (d: Buffer) => {
-    stderr += d.toString();
-  });
-  return new Promise<{ status: number | null; stdout: string; stderr: string }>((resolve) =>
-    child.once('close', (status) => resolve({ status, stdout, stderr })),
-  );
-}
+const helpOf = runNode;
 
 describe('petrel --help from dist/, through the bin and through petrel.js', () => {
   it.each(Object.keys(SUBCOMMANDS))('%s', async (name) => {
@@ -163,12 +151,7 @@ describe('the petrel executable', () => {
       header: { version: WIRE_VERSION, sequence: 0n, name: unwrap(parseName('big')) },
       payload: {
         kind: 'command',
-        command: {
-          type: 'unikernel-create',
-          force: false,
-          release: '2.7',
-          config: solo5Config(randomBytes(1024 * 1024), {}),
-        },
+        command: createCommand(solo5Config(randomBytes(1024 * 1024), {})),
       },
     });
     await writeFile(file, frame(unwrap(wire)));

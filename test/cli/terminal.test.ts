@@ -10,8 +10,8 @@ import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { canaryImage, repo } from '../engine/guest.js';
-import { type Petreld, startPetreld } from '../tls/petreld.js';
-import { progressDraws } from './io.js';
+import { type Petreld, remoteFlags, startPetreld } from '../tls/petreld.js';
+import { progressDraws, runNode } from './io.js';
 
 const executable = path.join(repo, 'dist', 'src', 'cli', 'petrel.js');
 const MiB = 1024 * 1024;
@@ -33,16 +33,7 @@ beforeAll(async () => {
   bigSize = image.length;
   await writeFile(bigImage, image);
   at = ['--run-dir', petreld.runDir];
-  remote = [
-    '--remote',
-    `127.0.0.1:${petreld.port}`,
-    '--ca',
-    path.join(petreld.ca, 'cacert.pem'),
-    '--cert',
-    path.join(petreld.ca, 'alice.pem'),
-    '--key',
-    path.join(petreld.ca, 'alice.key'),
-  ];
+  remote = remoteFlags(petreld, 'alice');
 });
 afterAll(() => petreld?.stop());
 
@@ -82,17 +73,9 @@ async function run(args: readonly string[], stderr: 'terminal' | 'file' = 'termi
 }
 
 /** `petrel ARGS` with both outputs on pipes, as in a script. */
-function piped(args: readonly string[]): Promise<Outcome> {
-  const child = spawn(process.execPath, [executable, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
-  let stdout = '';
-  let screen = '';
-  child.stdout.on('data', (d: Buffer) => {
-    stdout += d.toString();
-  });
-  child.stderr.on('data', (d: Buffer) => {
-    screen += d.toString();
-  });
-  return new Promise((resolve) => child.once('close', (status) => resolve({ status, screen, stdout })));
+async function piped(args: readonly string[]): Promise<Outcome> {
+  const { status, stdout, stderr } = await runNode(executable, args);
+  return { status, screen: stderr, stdout };
 }
 
 const mib = (bytes: number): string => (bytes / MiB).toFixed(1).replace('.', '\\.');

@@ -8,7 +8,7 @@ import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { request, said } from '../daemon/client.js';
 import { repo, sptCanary } from '../engine/guest.js';
-import { canaryConfig } from '../engine/harness.js';
+import { canaryConfig, createCommand } from '../engine/harness.js';
 import { peakRise, transferAllowance } from '../memory.js';
 import { floodReader, sptDaemon } from './flood.js';
 
@@ -35,12 +35,11 @@ describe('console fan-out', () => {
 
     const latencies: number[] = [];
     const measured = await peakRise(d.process, async () => {
-      const created = await request(engineSock, ':flood', {
-        type: 'unikernel-create',
-        force: false,
-        release: '2.7',
-        config: await canaryConfig(sptCanary, ['flood', String(LINES)]),
-      });
+      const created = await request(
+        engineSock,
+        ':flood',
+        createCommand(await canaryConfig(sptCanary, ['flood', String(LINES)])),
+      );
       expect(created.map(said)).toEqual(['created unikernel']);
       // The engine answers while the flood is delivered.
       for (let i = 0; i < 5; i++) {

@@ -9,7 +9,7 @@ import { RING_SIZE } from '../../src/console/ring.js';
 import type { Wire } from '../../src/wire/types.js';
 import { commandFrame, open, request, said } from '../daemon/client.js';
 import { repo, sptCanary } from '../engine/guest.js';
-import { canaryConfig } from '../engine/harness.js';
+import { canaryConfig, createCommand } from '../engine/harness.js';
 import { floodReader, sptDaemon } from './flood.js';
 
 const LINES = 150_000;
@@ -57,12 +57,11 @@ describe('a guest printing 50,000 lines a second', () => {
     const { subscribed, summary } = floodReader(consoleSock, ':paced', LINES, false, children);
     await subscribed;
     const started = performance.now();
-    const created = await request(`${d.runDir}/util/vmmd.sock`, ':paced', {
-      type: 'unikernel-create',
-      force: false,
-      release: '2.7',
-      config: await canaryConfig(sptCanary, ['flood', String(LINES), String(PER_MS)]),
-    });
+    const created = await request(
+      `${d.runDir}/util/vmmd.sock`,
+      ':paced',
+      createCommand(await canaryConfig(sptCanary, ['flood', String(LINES), String(PER_MS)])),
+    );
     expect(created.map(said)).toEqual(['created unikernel']);
     expect(await summary).toMatchObject({ status: 'waiting for VM', received: LINES, disorder: 0 });
     const seconds = (performance.now() - started) / 1000;

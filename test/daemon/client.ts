@@ -6,7 +6,12 @@ import { unwrap } from '../../src/resources/errors.js';
 import { parseName } from '../../src/resources/name.js';
 import { FrameReader, frame } from '../../src/wire/framing.js';
 import { decodeWire, encodeWire } from '../../src/wire/message.js';
-import type { Command, Wire } from '../../src/wire/types.js';
+import type { Command, ConsoleSelect, Wire } from '../../src/wire/types.js';
+
+/** A console subscription as Albatross' 2.1 client asks for one: `select` is the history wanted. */
+export function subscribeCommand(select: ConsoleSelect): Command {
+  return { type: 'console-subscribe', release: '2.1', select };
+}
 
 export function commandFrame(name: string, command: Command, sequence = 1n): Uint8Array {
   return frame(

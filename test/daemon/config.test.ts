@@ -4,7 +4,7 @@
 import { writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import {
   buildConfig,
   CONFIG_FIELDS,
@@ -18,7 +18,7 @@ import {
   socketPaths,
 } from '../../src/daemon/config.js';
 import type { PetrelError, Result } from '../../src/resources/errors.js';
-import { tempDir } from '../host/helpers.js';
+import { tempDirEachTest } from '../host/helpers.js';
 
 function value(result: Result<PetrelConfig, PetrelError>): PetrelConfig {
   if (!result.ok) throw new Error(result.error.message);
@@ -32,12 +32,8 @@ function errors(result: Result<unknown, PetrelError>): readonly string[] {
 }
 
 let dir: string;
-let cleanup: () => Promise<void>;
-beforeEach(async () => {
-  ({ dir, cleanup } = await tempDir());
-});
-afterEach(async () => {
-  await cleanup();
+tempDirEachTest((made) => {
+  dir = made;
 });
 
 describe('defaults', () => {

@@ -11,8 +11,8 @@ import { makePolicy } from '../../src/resources/policy.js';
 import { readSolo5Notes } from '../../src/tender/elf.js';
 import { probeHost } from '../../src/tender/probe.js';
 import { build, canaryImage } from '../engine/guest.js';
-import { canaryConfig, makeNetns, storedState } from '../engine/harness.js';
-import { commandFrame, open, request, said } from './client.js';
+import { canaryConfig, createCommand, makeNetns, storedState } from '../engine/harness.js';
+import { commandFrame, open, request, said, subscribeCommand } from './client.js';
 import { startDaemon } from './start.js';
 
 let dir: string;
@@ -57,24 +57,13 @@ describe('petreld start-up', () => {
     // policy add keeps the connection for the next command (semantics §2.2)
     const session = open(sock('vmmd.sock'), commandFrame('alice:', { type: 'policy-add', policy }));
     await session.waitFor(1);
-    session.write(
-      commandFrame('alice:vm', {
-        type: 'unikernel-create',
-        force: false,
-        release: '2.7',
-        config: await canaryConfig(canaryImage, ['wait', 'hi']),
-      }),
-    );
+    session.write(commandFrame('alice:vm', createCommand(await canaryConfig(canaryImage, ['wait', 'hi']))));
     await session.closed;
     expect(session.messages.map(said)).toEqual(['added policy', 'created unikernel']);
 
     const watch = open(
       sock('console.sock'),
-      commandFrame('alice:vm', {
-        type: 'console-subscribe',
-        release: '2.1',
-        select: { kind: 'count', count: 10 },
-      }),
+      commandFrame('alice:vm', subscribeCommand({ kind: 'count', count: 10 })),
     );
     await watch.waitFor(2);
     expect(said(watch.messages[0])).toBe('subscribed');
@@ -136,12 +125,7 @@ describe('petreld start-up', () => {
     const session = open(sock('vmmd.sock'), commandFrame('team:', { type: 'policy-add', policy }));
     await session.waitFor(1);
     session.write(
-      commandFrame('team:vm', {
-        type: 'unikernel-create',
-        force: false,
-        release: '2.7',
-        config: await canaryConfig(canaryImage, ['wait', 'm'], { memory: 8 }),
-      }),
+      commandFrame('team:vm', createCommand(await canaryConfig(canaryImage, ['wait', 'm'], { memory: 8 }))),
     );
     await session.closed;
     expect(session.messages.map(said)).toEqual(['added policy', 'created unikernel']);
@@ -163,11 +147,7 @@ describe('petreld start-up', () => {
     unwrap(await start({ localIdleTimeout: '600ms', maxLocalConnections: '3' }));
     const subscriber = open(
       sock('console.sock'),
-      commandFrame('team:vm', {
-        type: 'console-subscribe',
-        release: '2.1',
-        select: { kind: 'count', count: 5 },
-      }),
+      commandFrame('team:vm', subscribeCommand({ kind: 'count', count: 5 })),
     );
     await subscriber.waitFor(1);
     const idle = () => {
@@ -263,24 +243,22 @@ describe('petreld start-up', () => {
     expect(report.canaries.map((c) => c.runtime)).toEqual(['spt']);
     const node = JSON.parse(await readFile(path.join(dir, 'run', 'node.json'), 'utf8'));
     expect(node.runtimes).toEqual(['spt']);
-    const replies = await request(sock('vmmd.sock'), ':vm', {
-      type: 'unikernel-create',
-      force: false,
-      release: '2.7',
-      config: await canaryConfig(canaryImage, ['wait', 'x']),
-    });
+    const replies = await request(
+      sock('vmmd.sock'),
+      ':vm',
+      createCommand(await canaryConfig(canaryImage, ['wait', 'x'])),
+    );
     expect(replies.map(said)).toEqual(['Failure: this node does not run hvt unikernels (--runtimes spt)']);
   });
 
   it('a node with runtimes none boots no canary and refuses to host unikernels', async () => {
     const started = unwrap(await start({ runtimes: 'none' }));
     expect(started.canaries).toEqual([]);
-    const replies = await request(sock('vmmd.sock'), ':vm', {
-      type: 'unikernel-create',
-      force: false,
-      release: '2.7',
-      config: await canaryConfig(canaryImage, ['wait', 'x']),
-    });
+    const replies = await request(
+      sock('vmmd.sock'),
+      ':vm',
+      createCommand(await canaryConfig(canaryImage, ['wait', 'x'])),
+    );
     expect(replies.map(said)).toEqual(['Failure: this node does not run hvt unikernels (--runtimes none)']);
   });
 });

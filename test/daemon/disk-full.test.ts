@@ -8,62 +8,44 @@
 // bookworm's) is injected at the journal's write with its errno and refused the same way.
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync } from 'node:fs';
-import { mkdir, mkdtemp, open, readdir, readFile, rm, stat, statfs } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { mkdtemp, open, readdir, readFile, stat, statfs } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { chunkFrames } from '../../src/wire/framing.js';
-import { canaryImage, repo, testTender } from '../engine/guest.js';
-import { canaryConfig, makeNetns, storedState } from '../engine/harness.js';
+import { canaryImage } from '../engine/guest.js';
+import { canaryConfig, createCommand, makeNetns, storedState } from '../engine/harness.js';
 import { commandFrame, open as openSession, request, said } from './client.js';
 import { tenderPids, unikernelLabels } from './guests.js';
-import { type DaemonProcess, launchDaemon } from './process.js';
+import type { DaemonProcess } from './process.js';
+import { processTests } from './process-tests.js';
 
 const MIB = 1024 * 1024;
 const IMAGE_BYTES = 2 * MIB;
-let base: string;
-let tender: string;
+const suite = processTests('diskfull');
 let canary: Buffer;
 const netns = makeNetns();
 
 beforeAll(async () => {
-  if (!existsSync(path.join(repo, 'dist', 'src', 'daemon', 'daemon.js')))
-    throw new Error('dist/ is missing: run `npm run build` before these tests');
-  base = await mkdtemp(path.join(tmpdir(), 'petrel-diskfull-'));
-  tender = await testTender(base);
   canary = await readFile(canaryImage);
 });
 /** Mounted tmpfs directories, unmounted after each test. */
 const mounted: string[] = [];
-/** Daemons still running when a test ended (a timeout), stopped with their guests. */
-const running = new Set<DaemonProcess>();
 afterEach(async () => {
-  for (const daemon of running) await daemon.stop('SIGUSR2');
-  running.clear();
+  // Daemons still running when a test ended (a timeout), stopped with their guests.
+  await suite.stopRunning();
   for (const dir of mounted.splice(0)) execFileSync('umount', [dir]);
 });
-afterAll(async () => {
+afterAll(() => {
   netns.destroy();
-  await rm(base, { recursive: true, force: true });
 });
 
-function start(dir: string, env: NodeJS.ProcessEnv = {}): Promise<DaemonProcess> {
-  const flags = ['--state-dir', `${dir}/state`, '--run-dir', `${dir}/run`, '--tender-hvt', tender];
-  flags.push('--runtimes', 'hvt', '--stop-timeout', '2s', '--canary-deadline', '10s', '--log-level', 'warn');
-  flags.push('--state-reserve', String(MIB), '--state-min-free', String(MIB / 2));
-  const launched = launchDaemon(
-    flags,
-    { PETREL_TEST_NETNS: netns.name, PETREL_FAKE_KVM: '1', ...env },
-    undefined,
-    60_000,
-  );
-  return launched.then((daemon) => {
-    running.add(daemon);
-    void daemon.exited.then(() => running.delete(daemon));
-    return daemon;
+const reserve = ['--state-reserve', String(MIB), '--state-min-free', String(MIB / 2)];
+const start = (dir: string, env: NodeJS.ProcessEnv = {}): Promise<DaemonProcess> =>
+  suite.launch(dir, netns.name, {
+    flags: ['--runtimes', 'hvt', '--canary-deadline', '10s', ...reserve],
+    env,
+    readyMs: 60_000,
   });
-}
 
 /** The canary followed by bytes that differ for every `seed` (the tender ignores them). */
 function imageOf(seed: string): Buffer {
@@ -99,12 +81,11 @@ async function fill(file: string): Promise<void> {
 }
 
 const create = async (socket: string, vm: string, seed: string) =>
-  request(socket, `:${vm}`, {
-    type: 'unikernel-create',
-    force: false,
-    release: '2.7',
-    config: await canaryConfig(canaryImage, ['wait', vm], { image: imageOf(seed) }),
-  });
+  request(
+    socket,
+    `:${vm}`,
+    createCommand(await canaryConfig(canaryImage, ['wait', vm], { image: imageOf(seed) })),
+  );
 
 /** The digests the committed state names, and the files of the store, sorted. */
 async function storeAndState(state: string): Promise<{ store: string[]; named: string[] }> {
@@ -115,10 +96,7 @@ async function storeAndState(state: string): Promise<{ store: string[]; named: s
 
 describe('a full state directory', () => {
   it('refuses creates by name, and after a SIGKILL petreld starts on the full disk, adopts, destroys and creates again', async () => {
-    const dir = await mkdtemp(path.join(base, 'case-'));
-    const state = `${dir}/state`;
-    await mkdir(state);
-    execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=16m,mode=0700', 'tmpfs', state]);
+    const { dir, mount: state } = await suite.caseOnTmpfs('state', '16m');
     // Undone even when the test times out (a finally block would not run then).
     mounted.push(state);
     const socket = `${dir}/run/util/vmmd.sock`;
@@ -145,12 +123,7 @@ describe('a full state directory', () => {
       const streamed = await canaryConfig(canaryImage, ['wait', 's'], { image: imageOf('streamed') });
       const exchange = openSession(
         socket,
-        commandFrame(':streamed', {
-          type: 'unikernel-create',
-          force: false,
-          release: '2.7',
-          config: { ...streamed, image: new Uint8Array(0) },
-        }),
+        commandFrame(':streamed', createCommand({ ...streamed, image: new Uint8Array(0) })),
       );
       for (const chunk of chunkFrames(streamed.image)) exchange.write(chunk);
       await exchange.waitFor(1, 30_000);
@@ -220,7 +193,7 @@ describe('a full state directory', () => {
   }, 300_000);
 
   it('EDQUOT at the journal is a refusal that changes nothing, and a SIGKILL after it converges', async () => {
-    const dir = await mkdtemp(path.join(base, 'case-'));
+    const dir = await mkdtemp(path.join(suite.base, 'case-'));
     const socket = `${dir}/run/util/vmmd.sock`;
     let daemon: DaemonProcess | null = null;
     try {

@@ -29,7 +29,7 @@ import {
   albatrossSession,
 } from '../tls/albatross-client.js';
 import { petrelCa } from '../tls/petreld.js';
-import { commandFrame, open, said } from './client.js';
+import { commandFrame, open, said, subscribeCommand } from './client.js';
 import { type DaemonProcess, launchDaemon } from './process.js';
 
 const MB = 1000 * 1000;
@@ -152,11 +152,7 @@ async function got(s: Site, port: number, label: string): Promise<Buffer> {
 async function prints(s: Site, vm: string, word: string, since: Date): Promise<void> {
   const watch = open(
     `${s.dir}/run/util/console.sock`,
-    commandFrame(`alice:${vm}`, {
-      type: 'console-subscribe',
-      release: '2.1',
-      select: { kind: 'since', since },
-    }),
+    commandFrame(`alice:${vm}`, subscribeCommand({ kind: 'since', since })),
   );
   const lines = () =>
     watch.messages.flatMap((m) =>

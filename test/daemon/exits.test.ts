@@ -15,7 +15,7 @@ import { decodeWire, encodeWire } from '../../src/wire/message.js';
 import type { Named, UnikernelExit, UnikernelInfo, Wire } from '../../src/wire/types.js';
 import { petrel } from '../cli/io.js';
 import { sptCanary } from '../engine/guest.js';
-import { canaryConfig } from '../engine/harness.js';
+import { canaryConfig, waitFor } from '../engine/harness.js';
 import { request, said } from './client.js';
 import { type TestDaemon, testDaemon } from './start.js';
 
@@ -45,16 +45,6 @@ async function exitsOf(name: string): Promise<Named<UnikernelExit>[]> {
   if (answer?.payload.kind !== 'reply' || answer.payload.reply.type !== 'unikernel-exits')
     throw new Error(`unikernel-exits answered ${said(answer)}`);
   return [...answer.payload.reply.entries];
-}
-
-async function waitFor<T>(probe: () => Promise<T | undefined>, what: string, ms = 20_000): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const found = await probe();
-    if (found !== undefined) return found;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
 }
 
 const info = async (...args: string[]) => {

@@ -25,7 +25,7 @@ import {
   sptCanary,
   sptCanaryNet,
 } from '../engine/guest.js';
-import { canaryConfig } from '../engine/harness.js';
+import { canaryConfig, createCommand } from '../engine/harness.js';
 import { type Petreld, startPetreld } from '../tls/petreld.js';
 import { commandFrame, type Exchange, open, request, said } from './client.js';
 
@@ -154,18 +154,14 @@ async function attack(kind: 'spt' | 'hvt', networked = false): Promise<void> {
     session.close();
   }
   const netImage = kind === 'spt' ? sptCanaryNet : canaryNetImage;
-  const create = async (name: string, args: string[], withNet = false) =>
-    (
-      await request(vmmd, name, {
-        type: 'unikernel-create',
-        force: false,
-        release: '2.7',
-        config: await canaryConfig(withNet ? netImage : image, args, {
-          memory: 32,
-          ...(withNet ? { bridges: [{ netif: 'service', bridge: 'br0', mac: null }] } : {}),
-        }),
-      })
-    ).map(said);
+  const onBridge = { bridges: [{ netif: 'service', bridge: 'br0', mac: null }] };
+  const create = async (name: string, args: string[], withNet = false) => {
+    const config = await canaryConfig(withNet ? netImage : image, args, {
+      memory: 32,
+      ...(withNet ? onBridge : {}),
+    });
+    return (await request(vmmd, name, createCommand(config))).map(said);
+  };
   expect(await create('victim:vm', ['sleep', '60'])).toEqual(['created unikernel']);
   const victimConsole = consoleOf(p, 'victim:vm');
   await until(() => victimConsole.lines().some((l) => l.includes('tick 1')), 'the victim to tick');
@@ -264,20 +260,16 @@ describe('a guest beyond a limit of its jail', () => {
     expect((await request(vmmd, 'team:disk', { type: 'block-add', size: 1 })).map(said)).toEqual([
       'added block device',
     ]);
-    const create = async (vm: string, args: string[], blocks = false) =>
-      (
-        await request(vmmd, vm, {
-          type: 'unikernel-create',
-          force: false,
-          release: '2.7',
-          config: await canaryConfig(blocks ? blkImage : sptCanary, args, {
-            memory: 32,
-            // Restart on failure: an exit by a signal still never restarts (semantics §5.7).
-            failBehaviour: { kind: 'restart', exitCodes: [] },
-            ...(blocks ? { blocks: [{ device: 'storage', hostDevice: 'disk', sectorSize: null }] } : {}),
-          }),
-        })
-      ).map(said);
+    const storage = { blocks: [{ device: 'storage', hostDevice: 'disk', sectorSize: null }] };
+    const create = async (vm: string, args: string[], blocks = false) => {
+      const config = await canaryConfig(blocks ? blkImage : sptCanary, args, {
+        memory: 32,
+        // Restart on failure: an exit by a signal still never restarts (semantics §5.7).
+        failBehaviour: { kind: 'restart', exitCodes: [] },
+        ...(blocks ? storage : {}),
+      });
+      return (await request(vmmd, vm, createCommand(config))).map(said);
+    };
     expect(await create('team:other', ['sleep', '60'])).toEqual(['created unikernel']);
     const other = consoleOf(p, 'team:other');
     await until(() => other.lines().some((l) => l.includes('tick 1')), 'the other guest to tick');

@@ -6,9 +6,8 @@
 // state exported offline imports into another petreld with the same unikernels and digests.
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { mkdir, mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, readFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
-import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { inflateSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -18,46 +17,33 @@ import { createRemoteTransport } from '../../src/tls/client.js';
 import type { Answer } from '../../src/wire/exchange.js';
 import { chunkFrames } from '../../src/wire/framing.js';
 import type { Command, Payload, UnikernelConfig, Wire } from '../../src/wire/types.js';
-import { canaryImage, repo, testTender } from '../engine/guest.js';
-import { canaryConfig, makeNetns, storedState } from '../engine/harness.js';
+import { canaryImage, repo } from '../engine/guest.js';
+import { canaryConfig, createCommand, makeNetns, storedState } from '../engine/harness.js';
 import { peakRise, transferAllowance } from '../memory.js';
 import { petrelCa } from '../tls/petreld.js';
 import { commandFrame, open, request, said } from './client.js';
-import { type DaemonProcess, launchDaemon } from './process.js';
+import type { DaemonProcess } from './process.js';
+import { processTests } from './process-tests.js';
 
 const sha256 = (bytes: Uint8Array) => createHash('sha256').update(bytes).digest('hex');
 const name = (text: string) => unwrap(parseName(text));
-const create = (config: UnikernelConfig): Command => ({
-  type: 'unikernel-create',
-  force: false,
-  release: '2.7',
-  config,
-});
+const create = (config: UnikernelConfig): Command => createCommand(config);
 
-let base: string;
-let tender: string;
+const suite = processTests('images');
 let canary: Buffer;
 const netns = makeNetns();
 beforeAll(async () => {
-  base = await mkdtemp(path.join(tmpdir(), 'petrel-images-'));
-  tender = await testTender(base);
   canary = await readFile(canaryImage);
 });
-afterAll(async () => {
+afterAll(() => {
   netns.destroy();
-  await rm(base, { recursive: true, force: true });
 });
 
-function start(dir: string, extra: readonly string[] = []): Promise<DaemonProcess> {
-  const flags = ['--state-dir', `${dir}/state`, '--run-dir', `${dir}/run`, '--tender-hvt', tender];
-  flags.push('--runtimes', 'hvt', '--stop-timeout', '2s', '--canary-deadline', '10s', '--log-level', 'warn');
-  return launchDaemon(
-    [...flags, ...extra],
-    { PETREL_TEST_NETNS: netns.name, PETREL_FAKE_KVM: '1' },
-    undefined,
-    120_000,
-  );
-}
+const start = (dir: string, extra: readonly string[] = []): Promise<DaemonProcess> =>
+  suite.launch(dir, netns.name, {
+    flags: ['--runtimes', 'hvt', '--canary-deadline', '10s', ...extra],
+    readyMs: 120_000,
+  });
 
 /** The canary followed by `bytes` bytes that differ for every `seed` (the tender ignores them). */
 function imageOf(seed: string, bytes: number): Buffer {
@@ -87,7 +73,7 @@ function imageIn(p: Payload | Answer | undefined): Buffer {
 
 describe('images through a petreld process', () => {
   it('40 unikernels with distinct images survive a restart, restored from the store', async () => {
-    const dir = await mkdtemp(path.join(base, 'forty-'));
+    const dir = await mkdtemp(path.join(suite.base, 'forty-'));
     const socket = `${dir}/run/util/vmmd.sock`;
     const images = Array.from({ length: 40 }, (_, i) => imageOf(`forty ${i}`, 64));
     let daemon = await start(dir);
@@ -112,7 +98,7 @@ describe('images through a petreld process', () => {
   }, 300_000);
 
   it('get of a 50 MB image streams it from the store, raw and at level 9, in bounded memory', async () => {
-    const dir = await mkdtemp(path.join(base, 'get-'));
+    const dir = await mkdtemp(path.join(suite.base, 'get-'));
     const socket = `${dir}/run/util/vmmd.sock`;
     const image = imageOf('fifty', 50 * 1000 * 1000);
     const daemon = await start(dir);
@@ -137,7 +123,7 @@ describe('images through a petreld process', () => {
   }, 300_000);
 
   it("a 50 MB image through the TLS endpoint, streamed in and got back, raises petreld's memory by well under the image's size each way", async () => {
-    const dir = await mkdtemp(path.join(base, 'tls-'));
+    const dir = await mkdtemp(path.join(suite.base, 'tls-'));
     const ca = path.join(dir, 'ca');
     await mkdir(ca, { recursive: true });
     await petrelCa('init', '--dir', ca);
@@ -196,7 +182,7 @@ describe('images through a petreld process', () => {
   }, 300_000);
 
   it('export-state runs offline only; what it writes imports elsewhere with the same digests', async () => {
-    const dir = await mkdtemp(path.join(base, 'export-'));
+    const dir = await mkdtemp(path.join(suite.base, 'export-'));
     const socket = `${dir}/run/util/vmmd.sock`;
     const out = path.join(dir, 'albatross-state');
     const petreld = (...args: string[]) =>
@@ -220,7 +206,7 @@ describe('images through a petreld process', () => {
     expect(exported.stderr).toBe('');
     expect(exported.stdout).toMatch(/^exported 2 unikernels/);
 
-    const other = await mkdtemp(path.join(base, 'import-'));
+    const other = await mkdtemp(path.join(suite.base, 'import-'));
     daemon = await start(other, ['--import-albatross-state', out]);
     try {
       const state = await storedState(`${other}/state`);

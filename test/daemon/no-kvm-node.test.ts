@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { canaryImage, repo, sptCanary } from '../engine/guest.js';
-import { canaryConfig } from '../engine/harness.js';
+import { canaryConfig, createCommand } from '../engine/harness.js';
 import { request, said } from './client.js';
 
 const petreld = path.join(repo, 'dist', 'src', 'cli', 'petreld.js');
@@ -101,12 +101,11 @@ async function ready(run: Run): Promise<Record<string, unknown>> {
 const kvmRow = (run: Run) => run.lines.find((l) => l.msg === 'preflight' && l.check === 'kvm');
 const hvtCreate = async (run: Run) =>
   (
-    await request(path.join(run.dir, 'run', 'util', 'vmmd.sock'), ':vm', {
-      type: 'unikernel-create',
-      force: false,
-      release: '2.7',
-      config: await canaryConfig(canaryImage, ['wait', 'x']),
-    })
+    await request(
+      path.join(run.dir, 'run', 'util', 'vmmd.sock'),
+      ':vm',
+      createCommand(await canaryConfig(canaryImage, ['wait', 'x'])),
+    )
   ).map(said);
 
 describe('petreld where there is no /dev/kvm node (scripts/kvm-host.sh no-node)', () => {
@@ -129,12 +128,11 @@ describe('petreld where there is no /dev/kvm node (scripts/kvm-host.sh no-node)'
     const node = JSON.parse(await readFile(path.join(run.dir, 'run', 'node.json'), 'utf8'));
     expect(node.runtimes).toEqual(['spt']);
     // A real spt unikernel runs there.
-    const replies = await request(path.join(run.dir, 'run', 'util', 'vmmd.sock'), ':spt', {
-      type: 'unikernel-create',
-      force: false,
-      release: '2.7',
-      config: await canaryConfig(sptCanary, ['wait', 's']),
-    });
+    const replies = await request(
+      path.join(run.dir, 'run', 'util', 'vmmd.sock'),
+      ':spt',
+      createCommand(await canaryConfig(sptCanary, ['wait', 's'])),
+    );
     expect(replies.map(said)).toEqual(['created unikernel']);
     expect(await hvtCreate(run)).toEqual(['Failure: this node does not run hvt unikernels (--runtimes spt)']);
   });

@@ -6,7 +6,7 @@ import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { chmod, chown, lstat, mkdir, rm, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
 import { buildConfig, type ConfigKey, type PetrelConfig } from '../../src/daemon/config.js';
 import {
   type CheckResult,
@@ -26,7 +26,7 @@ import {
   type ProbeOptions,
   probeHost,
 } from '../../src/tender/probe.js';
-import { tempDir } from '../host/helpers.js';
+import { netnsEachTest, tempDirEachTest } from '../host/helpers.js';
 import { until } from '../stats/helpers.js';
 import { writeFakeTender } from '../tender/fake-tender.js';
 
@@ -45,12 +45,8 @@ const hasOpenssl = (() => {
 const KVM_HINT = 'is the kvm module loaded? is this a VM without nested virtualisation?';
 
 let dir: string;
-let cleanup: () => Promise<void>;
-beforeEach(async () => {
-  ({ dir, cleanup } = await tempDir());
-});
-afterEach(async () => {
-  await cleanup();
+tempDirEachTest((made) => {
+  dir = made;
 });
 
 function config(flags: Partial<Record<ConfigKey, string>> = {}): PetrelConfig {
@@ -460,17 +456,13 @@ describe('directories and sockets', () => {
 // Bridges in a network namespace this test makes and always deletes.
 describe.skipIf(!isRoot)('bridges', () => {
   let netns: string;
-  beforeEach(() => {
-    netns = `petrel-pre-${randomBytes(4).toString('hex')}`;
-    execFileSync('ip', ['netns', 'add', netns]);
-    const ip = (...args: string[]) => execFileSync('ip', ['-n', netns, ...args]);
-    ip('link', 'add', 'br0', 'type', 'bridge');
-    ip('link', 'set', 'dev', 'br0', 'up');
-    ip('link', 'add', 'br1', 'type', 'bridge');
-  });
-  afterEach(() => {
-    execFileSync('ip', ['netns', 'del', netns]);
-  });
+  netnsEachTest(
+    'petrel-pre',
+    ['link add br0 type bridge', 'link set dev br0 up', 'link add br1 type bridge'],
+    (made) => {
+      netns = made;
+    },
+  );
 
   it('a configured bridge that is missing is fatal with the Albatross text; a down one warns', async () => {
     const cfg = config({ bridges: 'br0,br1,br9' });

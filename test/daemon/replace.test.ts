@@ -5,36 +5,27 @@
 // SIGKILL during the check (rolled back) or after the pass (kept) is resolved at the next start.
 
 import { createHash } from 'node:crypto';
-import { existsSync } from 'node:fs';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Wire } from '../../src/wire/types.js';
 import { petrel } from '../cli/io.js';
 import { commandFrame, open, request, said } from '../daemon/client.js';
-import { type DaemonProcess, launchDaemon } from '../daemon/process.js';
-import { canaryImage, repo, testTender } from '../engine/guest.js';
-import { canaryConfig, makeNetns, storedState } from '../engine/harness.js';
+import type { DaemonProcess } from '../daemon/process.js';
+import { canaryImage } from '../engine/guest.js';
+import { canaryConfig, createCommand, makeNetns, storedState, waitFor } from '../engine/harness.js';
+import { processTests } from './process-tests.js';
 
-let base: string;
-let tender: string;
+const suite = processTests('replace');
 let oldImage: Buffer;
 let newFile: string;
 const sha = (b: Uint8Array) => createHash('sha256').update(b).digest('hex');
 
 beforeAll(async () => {
-  if (!existsSync(path.join(repo, 'dist', 'src', 'daemon', 'daemon.js')))
-    throw new Error('dist/ is missing: run `npm run build` before these tests');
-  base = await mkdtemp(path.join(tmpdir(), 'petrel-replace-'));
-  tender = await testTender(base);
   oldImage = await readFile(canaryImage);
   // Bytes after the ELF that the tender ignores: another image, another digest.
-  newFile = path.join(base, 'canary-v2.hvt');
+  newFile = path.join(suite.base, 'canary-v2.hvt');
   await writeFile(newFile, Buffer.concat([oldImage, Buffer.from('replacement v2')]));
-});
-afterAll(async () => {
-  await rm(base, { recursive: true, force: true });
 });
 
 interface Node {
@@ -44,19 +35,14 @@ interface Node {
   daemon: DaemonProcess;
 }
 
-function launch(node: Pick<Node, 'dir' | 'netns'>, crashAt?: string): Promise<DaemonProcess> {
-  const { dir } = node;
-  const flags = ['--state-dir', `${dir}/state`, '--run-dir', `${dir}/run`, '--tender-hvt', tender];
-  flags.push('--stop-timeout', '2s', '--canary-deadline', '5s', '--log-level', 'warn');
-  return launchDaemon(flags, {
-    PETREL_TEST_NETNS: node.netns.name,
-    PETREL_FAKE_KVM: '1',
-    ...(crashAt ? { PETREL_CRASH_AT: crashAt } : {}),
+const launch = (node: Pick<Node, 'dir' | 'netns'>, crashAt?: string): Promise<DaemonProcess> =>
+  suite.launch(node.dir, node.netns.name, {
+    flags: ['--canary-deadline', '5s'],
+    env: crashAt ? { PETREL_CRASH_AT: crashAt } : {},
   });
-}
 
 async function startNode(crashAt?: string): Promise<Node> {
-  const dir = await mkdtemp(path.join(base, 'node-'));
+  const dir = await mkdtemp(path.join(suite.base, 'node-'));
   const netns = makeNetns();
   const daemon = await launch({ dir, netns }, crashAt);
   return { dir, netns, daemon, socket: `${dir}/run/util/vmmd.sock` };
@@ -69,14 +55,7 @@ async function stopNode(node: Node | undefined): Promise<void> {
 }
 
 const createOld = async (node: Node, vm: string, word = 'old') =>
-  (
-    await request(node.socket, vm, {
-      type: 'unikernel-create',
-      force: false,
-      release: '2.7',
-      config: await canaryConfig(canaryImage, ['wait', word]),
-    })
-  ).map(said);
+  (await request(node.socket, vm, createCommand(await canaryConfig(canaryImage, ['wait', word])))).map(said);
 
 const cli = (node: Node, ...args: string[]) => petrel([...args, '--run-dir', `${node.dir}/run`]);
 
@@ -109,14 +88,20 @@ async function consoleSince(node: Node, vm: string, since: Date): Promise<string
   );
 }
 
-async function waitFor<T>(probe: () => Promise<T | undefined>, what: string, ms = 20_000): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const found = await probe();
-    if (found !== undefined) return found;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
+/**
+ * Starts replacing `vm` by the new image with a check that never passes, and waits until its
+ * pending record is stored; `answer`: the replace's, still to come.
+ */
+async function replaceHeldInCheck(node: Node, vm: string): Promise<{ answer: Promise<Wire[]> }> {
+  const replacing = request(node.socket, vm, {
+    type: 'unikernel-create',
+    force: true,
+    release: '2.7',
+    config: await canaryConfig(newFile, ['wait', 'v2']),
+    check: { probe: { kind: 'console', regex: 'never' }, withinMs: 20_000, keepConfig: false },
+  });
+  await waitFor(async () => (await storedState(`${node.dir}/state`)).replacements?.[0], 'the pending record');
+  return { answer: replacing };
 }
 
 describe('replace with a liveness check, one petreld', () => {
@@ -277,17 +262,7 @@ describe('replace with a liveness check, one petreld', () => {
     timeout: 60_000,
   }, async () => {
     expect(await createOld(node, ':raced')).toEqual(['created unikernel']);
-    const replacing = request(node.socket, ':raced', {
-      type: 'unikernel-create',
-      force: true,
-      release: '2.7',
-      config: await canaryConfig(newFile, ['wait', 'v2']),
-      check: { probe: { kind: 'console', regex: 'never' }, withinMs: 20_000, keepConfig: false },
-    });
-    await waitFor(
-      async () => (await storedState(`${node.dir}/state`)).replacements?.[0],
-      'the pending record',
-    );
+    const replacing = (await replaceHeldInCheck(node, ':raced')).answer;
     const created = await cli(
       node,
       'create',
@@ -324,17 +299,7 @@ describe('replace with a liveness check, one petreld', () => {
 
   it('a destroy during the check gives the replacement up', { timeout: 60_000 }, async () => {
     expect(await createOld(node, ':gone')).toEqual(['created unikernel']);
-    const replacing = request(node.socket, ':gone', {
-      type: 'unikernel-create',
-      force: true,
-      release: '2.7',
-      config: await canaryConfig(newFile, ['wait', 'v2']),
-      check: { probe: { kind: 'console', regex: 'never' }, withinMs: 20_000, keepConfig: false },
-    });
-    await waitFor(
-      async () => (await storedState(`${node.dir}/state`)).replacements?.[0],
-      'the pending record',
-    );
+    const replacing = (await replaceHeldInCheck(node, ':gone')).answer;
     // One replacement of a name at a time.
     const second = await cli(node, 'replace', 'gone', newFile, '--console-line', 'x');
     expect(second.code).toBe(117);
@@ -377,40 +342,36 @@ async function replaceUntilCrash(node: Node) {
 }
 
 describe('replace across a SIGKILL of petreld', () => {
-  it('killed during the check: the next start brings the previous unikernel back', {
-    timeout: 90_000,
-  }, async () => {
-    const node = await startNode(':web@replace-checking');
+  // Each kill point: whether the check had passed, and the image the next start then runs.
+  it.each([
+    {
+      what: 'killed during the check: the next start brings the previous unikernel back',
+      crashAt: ':web@replace-checking',
+      passed: false,
+      runs: async () => sha(oldImage),
+    },
+    {
+      what: 'killed after the check passed: the next start keeps the new unikernel',
+      crashAt: ':web@replace-passed',
+      passed: true,
+      runs: async () => sha(await readFile(newFile)),
+    },
+  ])('$what', { timeout: 90_000 }, async ({ crashAt, passed, runs }) => {
+    const node = await startNode(crashAt);
     try {
       expect(await createOld(node, ':web')).toEqual(['created unikernel']);
       expect(await replaceUntilCrash(node)).toEqual({ code: null, signal: 'SIGKILL' });
       const atCrash = await storedState(`${node.dir}/state`);
       expect(atCrash.replacements?.map((r) => [r.name.label, r.passed, r.previous.image.digest])).toEqual([
-        ['web', false, sha(oldImage)],
+        ['web', passed, sha(oldImage)],
       ]);
       node.daemon = await launch(node);
+      const digest = await runs();
       const after = await infoOf(node, ':web');
-      expect(after?.digest).toBe(sha(oldImage));
+      expect(after?.digest).toBe(digest);
       const state = await storedState(`${node.dir}/state`);
       expect(state.replacements).toBeUndefined();
-      expect(state.unikernels.find((u) => u.name.label === 'web')?.image.digest).toBe(sha(oldImage));
-    } finally {
-      await stopNode(node);
-    }
-  });
-
-  it('killed after the check passed: the next start keeps the new unikernel', {
-    timeout: 90_000,
-  }, async () => {
-    const node = await startNode(':web@replace-passed');
-    try {
-      expect(await createOld(node, ':web')).toEqual(['created unikernel']);
-      expect(await replaceUntilCrash(node)).toEqual({ code: null, signal: 'SIGKILL' });
-      expect((await storedState(`${node.dir}/state`)).replacements?.map((r) => r.passed)).toEqual([true]);
-      node.daemon = await launch(node);
-      const after = await infoOf(node, ':web');
-      expect(after?.digest).toBe(sha(await readFile(newFile)));
-      expect((await storedState(`${node.dir}/state`)).replacements).toBeUndefined();
+      expect(state.unikernels.find((u) => u.name.label === 'web')?.image.digest).toBe(digest);
     } finally {
       await stopNode(node);
     }

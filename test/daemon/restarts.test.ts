@@ -4,52 +4,29 @@
 // all; a guest printing a numbered line every 100 ms loses no line for a subscriber that comes
 // back after each restart and asks for history. With a console buffer too small for the time
 // petreld is away, a marker says exactly how many bytes were dropped.
-import { existsSync, readFileSync } from 'node:fs';
-import { mkdtemp, readdir, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
+import { mkdtemp, readdir } from 'node:fs/promises';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { Wire } from '../../src/wire/types.js';
-import {
-  build,
-  canaryImage,
-  canaryNetImage,
-  kvmUsable,
-  repo,
-  sptCanary,
-  sptCanaryNet,
-  testTender,
-} from '../engine/guest.js';
-import { canaryConfig, makeNetns } from '../engine/harness.js';
-import { commandFrame, open, request, said } from './client.js';
+import { build, canaryImage, canaryNetImage, kvmUsable, sptCanary, sptCanaryNet } from '../engine/guest.js';
+import { canaryConfig, createCommand, makeNetns } from '../engine/harness.js';
+import { commandFrame, open, request, said, subscribeCommand } from './client.js';
 import { tenderPids, unikernelLabels } from './guests.js';
-import { type DaemonProcess, launchDaemon } from './process.js';
+import type { DaemonProcess } from './process.js';
+import { processTests } from './process-tests.js';
 
 const runtime = kvmUsable ? 'hvt' : 'spt';
 const netImage = runtime === 'hvt' ? canaryNetImage : sptCanaryNet;
 const image = runtime === 'hvt' ? canaryImage : sptCanary;
 
-let base: string;
-let hvtTender: string;
+const suite = processTests('restarts');
 
-beforeAll(async () => {
-  if (!existsSync(path.join(repo, 'dist', 'src', 'daemon', 'daemon.js'))) {
-    throw new Error('dist/ is missing: run `npm run build` (npm test does) before these tests');
-  }
-  base = await mkdtemp(path.join(tmpdir(), 'petrel-restarts-'));
-  hvtTender = await testTender(base);
-});
-afterAll(async () => {
-  await rm(base, { recursive: true, force: true });
-});
-
-function startDaemon(dir: string, netns: string, extra: string[] = []): Promise<DaemonProcess> {
-  const flags = ['--state-dir', `${dir}/state`, '--run-dir', `${dir}/run`, '--runtimes', runtime];
-  if (runtime === 'hvt') flags.push('--tender-hvt', hvtTender);
-  else flags.push('--tender-spt', path.join(build, 'petrel-spt'));
-  flags.push('--stop-timeout', '2s', '--canary-deadline', '10s', '--log-level', 'warn', ...extra);
-  return launchDaemon(flags, { PETREL_TEST_NETNS: netns, PETREL_FAKE_KVM: '1' });
-}
+const startDaemon = (dir: string, netns: string, extra: string[] = []): Promise<DaemonProcess> =>
+  suite.launch(dir, netns, {
+    ...(runtime === 'hvt' ? {} : { tenderFlags: ['--tender-spt', path.join(build, 'petrel-spt')] }),
+    flags: ['--runtimes', runtime, '--canary-deadline', '10s', ...extra],
+  });
 
 /** What lies around for the unikernels: FIFOs, PID records (name → pid), taps. */
 async function artefacts(run: string, netns: ReturnType<typeof makeNetns>) {
@@ -83,11 +60,7 @@ const consoleLines = (messages: readonly Wire[]): string[] =>
 async function readCounter(consoleSocket: string, after: number, ahead: number): Promise<string[]> {
   const watch = open(
     consoleSocket,
-    commandFrame(':counter', {
-      type: 'console-subscribe',
-      release: '2.1',
-      select: { kind: 'count', count: 1024 },
-    }),
+    commandFrame(':counter', subscribeCommand({ kind: 'count', count: 1024 })),
   );
   try {
     const deadline = Date.now() + 20_000;
@@ -122,7 +95,7 @@ const bridged = { bridges: [{ netif: 'service', bridge: 'br0', mac: null }] };
 
 describe('petreld restarts are not guest restarts', () => {
   it('20 restarts, half SIGTERM, half SIGKILL, with 10 running unikernels: same processes, no line lost', async () => {
-    const dir = await mkdtemp(path.join(base, 'case-'));
+    const dir = await mkdtemp(path.join(suite.base, 'case-'));
     const netns = makeNetns();
     const run = `${dir}/run`;
     const vmmd = `${run}/util/vmmd.sock`;
@@ -132,12 +105,7 @@ describe('petreld restarts are not guest restarts', () => {
       const names = [':counter', ...Array.from({ length: 9 }, (_, i) => `:w${i}`)].sort();
       for (const vm of names) {
         const args = vm === ':counter' ? ['count', '100'] : ['wait', vm.slice(1)];
-        const created = await request(vmmd, vm, {
-          type: 'unikernel-create',
-          force: false,
-          release: '2.7',
-          config: await canaryConfig(netImage, args, bridged),
-        });
+        const created = await request(vmmd, vm, createCommand(await canaryConfig(netImage, args, bridged)));
         expect(said(created[0])).toBe('created unikernel');
       }
       const pids = await tenderPids(run);
@@ -169,18 +137,17 @@ describe('petreld restarts are not guest restarts', () => {
   }, 300_000);
 
   it('says how many bytes were dropped when the holder buffer overflowed while petreld was away', async () => {
-    const dir = await mkdtemp(path.join(base, 'case-'));
+    const dir = await mkdtemp(path.join(suite.base, 'case-'));
     const netns = makeNetns();
     const run = `${dir}/run`;
     const consoleSocket = `${run}/util/console.sock`;
     let daemon = await startDaemon(dir, netns.name, ['--console-buffer', '1024']);
     try {
-      const created = await request(`${run}/util/vmmd.sock`, ':counter', {
-        type: 'unikernel-create',
-        force: false,
-        release: '2.7',
-        config: await canaryConfig(image, ['count', '5']),
-      });
+      const created = await request(
+        `${run}/util/vmmd.sock`,
+        ':counter',
+        createCommand(await canaryConfig(image, ['count', '5'])),
+      );
       expect(said(created[0])).toBe('created unikernel');
       const seen = continues(await readCounter(consoleSocket, 0, 10), 0);
       // petreld acknowledges a line to the holder at most two turns of its event loop after

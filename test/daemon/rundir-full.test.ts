@@ -9,53 +9,32 @@
 // each a clean refusal naming the space; a canary that meets it is a WARN, while a canary that
 // fails for another reason (EIO injected at its FIFO) still stops the start.
 import { execFileSync } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
-import { mkdir, mkdtemp, open, readdir, rm, statfs } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readdirSync, readFileSync } from 'node:fs';
+import { mkdtemp, open, readdir, rm, statfs } from 'node:fs/promises';
 import path from 'node:path';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { canaryImage, repo, testTender } from '../engine/guest.js';
-import { canaryConfig, makeNetns, storedState } from '../engine/harness.js';
-import { commandFrame, open as openSession, request, said } from './client.js';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { canaryImage } from '../engine/guest.js';
+import { canaryConfig, createCommand, makeNetns, storedState } from '../engine/harness.js';
+import { commandFrame, open as openSession, request, said, subscribeCommand } from './client.js';
 import { tenderPids, unikernelLabels } from './guests.js';
-import { type DaemonProcess, launchDaemon } from './process.js';
+import type { DaemonProcess } from './process.js';
+import { processTests } from './process-tests.js';
 
-let base: string;
-let tender: string;
+const suite = processTests('runfull');
 const netns = makeNetns();
 
-beforeAll(async () => {
-  if (!existsSync(path.join(repo, 'dist', 'src', 'daemon', 'daemon.js')))
-    throw new Error('dist/ is missing: run `npm run build` before these tests');
-  base = await mkdtemp(path.join(tmpdir(), 'petrel-runfull-'));
-  tender = await testTender(base);
-});
-/** Daemons still running when a test ended, stopped with their guests. */
-const running = new Set<DaemonProcess>();
-afterEach(async () => {
-  for (const daemon of running) await daemon.stop('SIGUSR2');
-  running.clear();
-});
-afterAll(async () => {
+// Daemons still running when a test ended, stopped with their guests.
+afterEach(() => suite.stopRunning());
+afterAll(() => {
   netns.destroy();
-  await rm(base, { recursive: true, force: true });
 });
 
-function start(dir: string, env: NodeJS.ProcessEnv = {}): Promise<DaemonProcess> {
-  const flags = ['--state-dir', `${dir}/state`, '--run-dir', `${dir}/run`, '--tender-hvt', tender];
-  flags.push('--runtimes', 'hvt', '--stop-timeout', '2s', '--canary-deadline', '10s', '--log-level', 'warn');
-  const launched = launchDaemon(
-    flags,
-    { PETREL_TEST_NETNS: netns.name, PETREL_FAKE_KVM: '1', ...env },
-    undefined,
-    60_000,
-  );
-  return launched.then((daemon) => {
-    running.add(daemon);
-    void daemon.exited.then(() => running.delete(daemon));
-    return daemon;
+const start = (dir: string, env: NodeJS.ProcessEnv = {}): Promise<DaemonProcess> =>
+  suite.launch(dir, netns.name, {
+    flags: ['--runtimes', 'hvt', '--canary-deadline', '10s'],
+    env,
+    readyMs: 60_000,
   });
-}
 
 /** Writes a file until the file system says ENOSPC: the run directory is then really full. */
 async function fill(file: string): Promise<void> {
@@ -70,16 +49,7 @@ async function fill(file: string): Promise<void> {
 }
 
 const create = async (socket: string, vm: string) =>
-  said(
-    (
-      await request(socket, `:${vm}`, {
-        type: 'unikernel-create',
-        force: false,
-        release: '2.7',
-        config: await canaryConfig(canaryImage, ['wait', vm]),
-      })
-    )[0],
-  );
+  said((await request(socket, `:${vm}`, createCommand(await canaryConfig(canaryImage, ['wait', vm]))))[0]);
 
 /** petreld's log once it holds `text` (pino writes it asynchronously: it may come after READY). */
 async function logged(daemon: DaemonProcess, text: string): Promise<string> {
@@ -119,11 +89,7 @@ async function leftBehind(dir: string) {
 async function prints(run: string, vm: string, word: string): Promise<void> {
   const watch = openSession(
     `${run}/util/console.sock`,
-    commandFrame(`:${vm}`, {
-      type: 'console-subscribe',
-      release: '2.1',
-      select: { kind: 'count', count: 100 },
-    }),
+    commandFrame(`:${vm}`, subscribeCommand({ kind: 'count', count: 100 })),
   );
   try {
     const deadline = Date.now() + 10_000;
@@ -149,10 +115,7 @@ const NOSPACE = (run: string) =>
 
 describe('a full run directory', () => {
   it('petreld starts on it, adopts and serves its guests, refuses a create by the space, and creates once there is room', async () => {
-    const dir = await mkdtemp(path.join(base, 'case-'));
-    const run = `${dir}/run`;
-    await mkdir(run);
-    execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=1m,mode=0700', 'tmpfs', run]);
+    const { dir, mount: run } = await suite.caseOnTmpfs('run', '1m');
     const socket = `${run}/util/vmmd.sock`;
     const filler = `${run}/filler`;
     let daemon: DaemonProcess | null = null;
@@ -204,10 +167,7 @@ describe('a full run directory', () => {
   }, 120_000);
 
   it('a first start on a full run directory (no holder yet: its log cannot be written) serves and refuses creates by the space', async () => {
-    const dir = await mkdtemp(path.join(base, 'case-'));
-    const run = `${dir}/run`;
-    await mkdir(run);
-    execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=1m,mode=0700', 'tmpfs', run]);
+    const { dir, mount: run } = await suite.caseOnTmpfs('run', '1m');
     const socket = `${run}/util/vmmd.sock`;
     let daemon: DaemonProcess | null = null;
     try {
@@ -237,7 +197,7 @@ describe('a full run directory', () => {
   ])(
     'ENOSPC at %s: the create is refused naming the space, nothing left behind',
     async (_what, fault) => {
-      const dir = await mkdtemp(path.join(base, 'case-'));
+      const dir = await mkdtemp(path.join(suite.base, 'case-'));
       // The fault counts from the first create of that name: the canary's FIFO is another name.
       const daemon = await start(dir, { PETREL_TEST_WRITE_FAULT: fault });
       const socket = `${dir}/run/util/vmmd.sock`;
@@ -254,7 +214,7 @@ describe('a full run directory', () => {
   );
 
   it("the canary's ENOSPC in the run directory is a WARN and petreld serves; any other canary failure refuses the start", async () => {
-    const dir = await mkdtemp(path.join(base, 'case-'));
+    const dir = await mkdtemp(path.join(suite.base, 'case-'));
     const socket = `${dir}/run/util/vmmd.sock`;
     const daemon = await start(dir, { PETREL_TEST_WRITE_FAULT: 'fifo@.petrel-canary=ENOSPC' });
     expect(await logged(daemon, 'boot canary not run')).toContain(

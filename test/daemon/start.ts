@@ -5,7 +5,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import pino from 'pino';
+import pino, { type Logger } from 'pino';
 import { buildConfig } from '../../src/daemon/config.js';
 import { createDaemon, type Daemon, type StartReport } from '../../src/daemon/daemon.js';
 import type { PetrelError, Result } from '../../src/resources/errors.js';
@@ -25,6 +25,8 @@ export async function startDaemon(
   canaryImages?: Partial<Record<'hvt' | 'spt', string>>,
   /** The host's own probe when a test needs its real kvm answer, not the test double's. */
   hostProbe: typeof probe = probe,
+  /** Silent unless PETREL_TEST_LOG names a level. */
+  log: Logger = pino({ level: process.env.PETREL_TEST_LOG ?? 'silent' }),
 ): Promise<{ daemon: Daemon; started: Result<StartReport, PetrelError> }> {
   const tender = flags.tenderHvt ?? (await testTender(dir));
   const config = unwrap(
@@ -42,7 +44,7 @@ export async function startDaemon(
   );
   const daemon = createDaemon({
     config,
-    log: pino({ level: process.env.PETREL_TEST_LOG ?? 'silent' }),
+    log,
     netns,
     probe: hostProbe,
     ...(canaryImages === undefined ? {} : { canaryImages }),
@@ -53,27 +55,49 @@ export async function startDaemon(
 export interface TestDaemon {
   readonly daemon: Daemon;
   readonly report: StartReport;
+  /** The temporary directory: `state/`, `run/` and whatever `prepare` put there. */
   readonly dir: string;
   readonly runDir: string;
+  /** `state/`: Petrel's state (read it with storedState of test/engine/harness.ts). */
+  readonly stateDir: string;
+  /** Stops the daemon with its guests, removes the namespace and the directory. */
   stop(): Promise<void>;
 }
 
-/** A started daemon on a fresh temporary directory and namespace; stop() removes everything. */
-export async function testDaemon(flags: Record<string, string> = {}): Promise<TestDaemon> {
-  const dir = await mkdtemp(path.join(tmpdir(), 'petreld-'));
+/**
+ * A started daemon on a fresh temporary directory (`<tmp>/<prefix>…`) and namespace: `prepare`
+ * is given the directory and answers the daemon's flags. Everything is removed again by stop(),
+ * or at once when `prepare` or the start fails.
+ */
+export async function freshDaemon(
+  prefix: string,
+  prepare: (dir: string) => Promise<Record<string, string>>,
+  log?: Logger,
+): Promise<TestDaemon> {
+  const dir = await mkdtemp(path.join(tmpdir(), prefix));
   const netns = makeNetns();
-  const cleanUp = async (daemon?: Daemon) => {
-    await daemon?.stop({ stopGuests: true });
-    netns.destroy();
-    await rm(dir, { recursive: true, force: true });
+  let daemon: Daemon | undefined;
+  const stop = async () => {
+    try {
+      await daemon?.stop({ stopGuests: true });
+    } finally {
+      netns.destroy();
+      await rm(dir, { recursive: true, force: true });
+    }
   };
-  const { daemon, started } = await startDaemon(dir, netns.name, flags).catch(async (e: unknown) => {
-    await cleanUp();
+  try {
+    const made = await startDaemon(dir, netns.name, await prepare(dir), undefined, probe, log);
+    daemon = made.daemon;
+    if (!made.started.ok) throw new Error(`petreld did not start: ${made.started.error.message}`);
+    const report = made.started.value;
+    return { daemon, report, dir, runDir: path.join(dir, 'run'), stateDir: path.join(dir, 'state'), stop };
+  } catch (e) {
+    await stop();
     throw e;
-  });
-  if (!started.ok) {
-    await cleanUp(daemon);
-    throw new Error(`petreld did not start: ${started.error.message}`);
   }
-  return { daemon, report: started.value, dir, runDir: path.join(dir, 'run'), stop: () => cleanUp(daemon) };
+}
+
+/** A started daemon on a fresh temporary directory and namespace; stop() removes everything. */
+export function testDaemon(flags: Record<string, string> = {}): Promise<TestDaemon> {
+  return freshDaemon('petreld-', async () => flags);
 }

@@ -5,7 +5,8 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import pino from 'pino';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { enginesClosedAfterEach } from './each.js';
 import { canaryImage, canaryNetImage } from './guest.js';
 import {
   canaryConfig,
@@ -17,11 +18,7 @@ import {
   waitForLine,
 } from './harness.js';
 
-const engines: TestEngine[] = [];
-afterEach(async () => {
-  // The newest first: it is the one attached to the holder.
-  for (const e of engines.reverse().splice(0)) await e.close();
-});
+const engines = enginesClosedAfterEach();
 
 /** A logger whose lines the test reads. */
 function recorder() {

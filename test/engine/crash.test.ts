@@ -1,41 +1,24 @@
-import { existsSync } from 'node:fs';
-import { appendFile, mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { appendFile, mkdtemp, readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { commandFrame, open, request, said } from '../daemon/client.js';
-import { type DaemonProcess, launchDaemon } from '../daemon/process.js';
-import { canaryImage, canaryNetImage, repo, testTender } from './guest.js';
+import { describe, expect, it } from 'vitest';
+import { commandFrame, open, request, said, subscribeCommand } from '../daemon/client.js';
+import type { DaemonProcess } from '../daemon/process.js';
+import { processTests } from '../daemon/process-tests.js';
+import { canaryImage, canaryNetImage } from './guest.js';
 import { canaryConfig, makeNetns, storedState } from './harness.js';
 
-let base: string;
-let tender: string;
+const suite = processTests('crash');
 
-beforeAll(async () => {
-  if (!existsSync(path.join(repo, 'dist', 'src', 'daemon', 'daemon.js'))) {
-    throw new Error('dist/ is missing: run `npm run build` (npm test does) before these tests');
-  }
-  base = await mkdtemp(path.join(tmpdir(), 'petrel-crash-'));
-  tender = await testTender(base);
-});
-afterAll(async () => {
-  await rm(base, { recursive: true, force: true });
-});
-
-function startDaemon(
+const startDaemon = (
   dir: string,
   netns: string,
   crashAt?: string,
   extra: readonly string[] = [],
-): Promise<DaemonProcess> {
-  const flags = ['--state-dir', `${dir}/state`, '--run-dir', `${dir}/run`, '--tender-hvt', tender];
-  flags.push('--stop-timeout', '2s', '--canary-deadline', '5s', '--log-level', 'warn', ...extra);
-  return launchDaemon(flags, {
-    PETREL_TEST_NETNS: netns,
-    PETREL_FAKE_KVM: '1',
-    ...(crashAt ? { PETREL_CRASH_AT: crashAt } : {}),
+): Promise<DaemonProcess> =>
+  suite.launch(dir, netns, {
+    flags: ['--canary-deadline', '5s', ...extra],
+    env: crashAt ? { PETREL_CRASH_AT: crashAt } : {},
   });
-}
 
 /** What runs and what lies around, from the outside. */
 async function observe(dir: string, netns: ReturnType<typeof makeNetns>) {
@@ -204,7 +187,7 @@ const scenarios: Scenario[] = [
 
 describe('a crash at any step converges to the last committed state', () => {
   it.each(scenarios)('$what', async ({ crashAt, act, expectRunning, adopted, flags }) => {
-    const dir = await mkdtemp(path.join(base, 'case-'));
+    const dir = await mkdtemp(path.join(suite.base, 'case-'));
     const netns = makeNetns();
     try {
       const first = await startDaemon(dir, netns.name, crashAt, flags);
@@ -256,7 +239,7 @@ describe('a crash at any step converges to the last committed state', () => {
   });
 
   it('a crash while start-up compacts the state: the next start has the same state', async () => {
-    const dir = await mkdtemp(path.join(base, 'case-'));
+    const dir = await mkdtemp(path.join(suite.base, 'case-'));
     const netns = makeNetns();
     try {
       const socket = `${dir}/run/util/vmmd.sock`;
@@ -282,7 +265,7 @@ describe('a crash at any step converges to the last committed state', () => {
   });
 
   it('the canary line is served while a session is open (sanity of the harness)', async () => {
-    const dir = await mkdtemp(path.join(base, 'case-'));
+    const dir = await mkdtemp(path.join(suite.base, 'case-'));
     const netns = makeNetns();
     try {
       const d = await startDaemon(dir, netns.name);
@@ -290,11 +273,7 @@ describe('a crash at any step converges to the last committed state', () => {
       expect((await create(socket, ':vm', 'x')).map(said)).toEqual(['created unikernel']);
       const watch = open(
         `${dir}/run/util/console.sock`,
-        commandFrame(':vm', {
-          type: 'console-subscribe',
-          release: '2.1',
-          select: { kind: 'count', count: 5 },
-        }),
+        commandFrame(':vm', subscribeCommand({ kind: 'count', count: 5 })),
       );
       await watch.waitFor(2);
       watch.close();

@@ -246,6 +246,18 @@ export async function storedNames(stateDir: string): Promise<string[]> {
 }
 
 /** A create [21] command for a canary image. */
+/** The host steps of a create, in the order a transaction takes them (faults are injected at each). */
+export const CREATE_STEPS = [
+  'stageImage',
+  'storeImage',
+  'linkImage',
+  'makeFifo',
+  'createTap',
+  'openConsole',
+  'spawnTender',
+  'appendJournal',
+] as const satisfies readonly (keyof EngineHost)[];
+
 export function createCommand(config: UnikernelConfig, force = false): Command {
   return { type: 'unikernel-create', force, release: '2.7', config };
 }
@@ -258,12 +270,30 @@ export async function canaryConfig(
   return solo5Config(await readFile(image), { addName: false, memory: 4, arguments: args, ...change });
 }
 
-/** Polls `check` until it holds (a tender exit, a restart) or fails after `ms`. */
-export async function until(check: () => boolean, ms = 10_000): Promise<void> {
+/**
+ * Polls `check` every 20 ms until it holds (a tender exit, a restart; it may be async) or fails
+ * after `ms`, saying `what` was not reached.
+ */
+export async function until(
+  check: () => boolean | Promise<boolean>,
+  ms = 10_000,
+  what = 'condition',
+): Promise<void> {
   const deadline = Date.now() + ms;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error('condition not reached');
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`${what} not reached`);
     await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+/** Waits until `probe` finds something (not undefined), polling every 50 ms; throws naming `what` after `ms`. */
+export async function waitFor<T>(probe: () => Promise<T | undefined>, what: string, ms = 20_000): Promise<T> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const found = await probe();
+    if (found !== undefined) return found;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
   }
 }
 

@@ -6,28 +6,17 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import { chownSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import pino from 'pino';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { discoverCgroups } from '../../src/host/jail.js';
 import { claimHolder, DEFAULT_CLAIMS_DIR } from '../../src/host/jail-claims.js';
 import { unwrap } from '../../src/resources/errors.js';
 import { cgroupLimits, DEFAULT_ID_RANGE } from '../../src/resources/jail.js';
 import { makePolicy } from '../../src/resources/policy.js';
+import { enginesClosedAfterEach } from './each.js';
 import { build, canaryBlkImage, canaryImage, canaryNetImage, sptCanary, testKvmDevice } from './guest.js';
-import {
-  canaryConfig,
-  createCommand,
-  makeEngine,
-  name,
-  replyText,
-  type TestEngine,
-  until,
-  waitForLine,
-} from './harness.js';
+import { canaryConfig, createCommand, makeEngine, name, replyText, until, waitForLine } from './harness.js';
 
-const engines: TestEngine[] = [];
-afterEach(async () => {
-  for (const t of engines.splice(0).reverse()) await t.close();
-});
+const engines = enginesClosedAfterEach();
 
 const uidOf = (pid: number) =>
   Number(/^Uid:\s+(\d+)/mu.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1]);

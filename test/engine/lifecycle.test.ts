@@ -1,23 +1,13 @@
 import { existsSync } from 'node:fs';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { deriveMac } from '../../src/tender/argv.js';
+import { engineEachTest } from './each.js';
 import { canaryImage, canaryNetImage } from './guest.js';
-import {
-  canaryConfig,
-  createCommand,
-  makeEngine,
-  name,
-  replyText,
-  type TestEngine,
-  waitForLine,
-} from './harness.js';
+import { canaryConfig, createCommand, name, replyText, type TestEngine, waitForLine } from './harness.js';
 
 let t: TestEngine;
-beforeEach(async () => {
-  t = await makeEngine();
-});
-afterEach(async () => {
-  await t?.close();
+engineEachTest((made) => {
+  t = made;
 });
 
 describe('create and destroy', () => {

@@ -1,22 +1,13 @@
 // Two unikernels on one bridge exchange a frame, through the engine's taps (issue 5). The guests
 // are spt canaries under the bundled petrel-spt: real guest code, no KVM needed.
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { engineEachTest } from './each.js';
 import { sptCanaryNet } from './guest.js';
-import {
-  canaryConfig,
-  createCommand,
-  makeEngine,
-  replyText,
-  type TestEngine,
-  waitForLine,
-} from './harness.js';
+import { canaryConfig, createCommand, replyText, type TestEngine, waitForLine } from './harness.js';
 
 let t: TestEngine;
-beforeEach(async () => {
-  t = await makeEngine();
-});
-afterEach(async () => {
-  await t?.close();
+engineEachTest((made) => {
+  t = made;
 });
 
 describe('unikernels on a bridge', () => {

@@ -7,49 +7,32 @@
 // and the next start converges as the crash-point tests (crash.test.ts) check: the state, the
 // tenders, the store and the run directory agree, and a create works.
 import { existsSync } from 'node:fs';
-import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { mkdtemp, readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import type { Command } from '../../src/wire/types.js';
 import { request, said } from '../daemon/client.js';
-import { type DaemonProcess, launchDaemon } from '../daemon/process.js';
-import { canaryImage, repo, testTender } from './guest.js';
-import { canaryConfig, makeNetns, storedState } from './harness.js';
+import type { DaemonProcess } from '../daemon/process.js';
+import { processTests } from '../daemon/process-tests.js';
+import { canaryImage } from './guest.js';
+import { canaryConfig, createCommand, makeNetns, storedState } from './harness.js';
 
-let base: string;
-let tender: string;
+const suite = processTests('nospace');
 const netns = makeNetns();
 
-beforeAll(async () => {
-  if (!existsSync(path.join(repo, 'dist', 'src', 'daemon', 'daemon.js')))
-    throw new Error('dist/ is missing: run `npm run build` before these tests');
-  base = await mkdtemp(path.join(tmpdir(), 'petrel-nospace-'));
-  tender = await testTender(base);
-});
-afterAll(async () => {
+afterAll(() => {
   netns.destroy();
-  await rm(base, { recursive: true, force: true });
 });
 
-function startDaemon(dir: string, fault?: string, extra: readonly string[] = []): Promise<DaemonProcess> {
-  const flags = ['--state-dir', `${dir}/state`, '--run-dir', `${dir}/run`, '--tender-hvt', tender];
-  flags.push('--runtimes', 'hvt', '--stop-timeout', '2s', '--canary-deadline', '10s', '--log-level', 'warn');
-  return launchDaemon([...flags, ...extra], {
-    PETREL_TEST_NETNS: netns.name,
-    PETREL_FAKE_KVM: '1',
-    ...(fault === undefined ? {} : { PETREL_TEST_WRITE_FAULT: fault }),
+const startDaemon = (dir: string, fault?: string, extra: readonly string[] = []): Promise<DaemonProcess> =>
+  suite.launch(dir, netns.name, {
+    flags: ['--runtimes', 'hvt', '--canary-deadline', '10s', ...extra],
+    env: fault === undefined ? {} : { PETREL_TEST_WRITE_FAULT: fault },
   });
-}
 
 const create = async (socket: string, vm: string, variant: string): Promise<string> => {
   const image = Buffer.concat([await readFile(canaryImage), Buffer.from(variant)]);
-  const command: Command = {
-    type: 'unikernel-create',
-    force: false,
-    release: '2.7',
-    config: await canaryConfig(canaryImage, ['wait', vm], { image }),
-  };
+  const command: Command = createCommand(await canaryConfig(canaryImage, ['wait', vm], { image }));
   return said((await request(socket, `:${vm}`, command))[0]);
 };
 
@@ -178,7 +161,7 @@ const scenarios: Scenario[] = [
 
 describe('ENOSPC and EDQUOT at every write site', () => {
   it.each(scenarios)('$what: a clean refusal, and a SIGKILL after it converges', async (scenario) => {
-    const dir = await mkdtemp(path.join(base, 'case-'));
+    const dir = await mkdtemp(path.join(suite.base, 'case-'));
     // A first start writes the state once (the root policy): the fault counts from a later one.
     await (await startDaemon(dir, undefined, scenario.flags)).stop('SIGTERM');
     const first = await startDaemon(dir, scenario.fault, scenario.flags);
@@ -216,7 +199,7 @@ describe('ENOSPC and EDQUOT at every write site', () => {
   });
 
   it('node.json in a full run directory: logged, and petreld starts and serves', async () => {
-    const dir = await mkdtemp(path.join(base, 'case-'));
+    const dir = await mkdtemp(path.join(suite.base, 'case-'));
     const d = await startDaemon(dir, 'replace:write@node.json');
     try {
       // The log is written asynchronously: it may arrive just after READY.

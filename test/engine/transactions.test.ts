@@ -1,11 +1,12 @@
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { unwrap } from '../../src/resources/errors.js';
 import { makePolicy } from '../../src/resources/policy.js';
+import { engineEachTest } from './each.js';
 import { canaryImage, canaryNetImage } from './guest.js';
 import {
+  CREATE_STEPS,
   canaryConfig,
   createCommand,
-  makeEngine,
   name,
   replyText,
   storedState,
@@ -14,11 +15,8 @@ import {
 } from './harness.js';
 
 let t: TestEngine;
-beforeEach(async () => {
-  t = await makeEngine();
-});
-afterEach(async () => {
-  await t?.close();
+engineEachTest((made) => {
+  t = made;
 });
 
 const policy = (vms: number, memory: number) =>
@@ -80,16 +78,7 @@ describe('rejections change nothing', () => {
       bridges: [{ netif: 'service', bridge: 'br0', mac: null }],
     });
     const before = await t.snapshot();
-    for (const step of [
-      'stageImage',
-      'storeImage',
-      'linkImage',
-      'makeFifo',
-      'createTap',
-      'openConsole',
-      'spawnTender',
-      'appendJournal',
-    ] as const) {
+    for (const step of CREATE_STEPS) {
       t.faults[step] = () => true;
       const result = await t.run(':vm', createCommand(config));
       expect(replyText(result), step).toMatch(/^Failure: /);

@@ -96,18 +96,9 @@ describeWithPostgres('petrel fleet', (pg) => {
     await registry.report('tank', '10.0.0.7:1025', report({ bridges: [] }));
     await registry.report('web', '10.0.0.6:1025', report());
     await registry.report('blind', '10.0.0.9:1025', report({ runtimes: [] }));
-    const ok = await petrel(
-      'fleet',
-      'explain',
-      'user:web',
-      'web.hvt',
-      '--db',
-      url,
-      '--net',
-      'service',
-      '--mem',
-      '64',
-    );
+    const explain = (...flags: string[]) =>
+      petrel('fleet', 'explain', 'user:web', 'web.hvt', '--db', url, '--net', 'service', ...flags);
+    const ok = await explain('--mem', '64');
     expect(ok.code).toBe(0);
     expect(ok.out).toContain('user:web: hvt (ABI 2, 64 MiB, 1 CPU, bridge service)\n');
     expect(ok.out).toMatch(/NODE\s+SERVES\s+FREE\s+RESERVED\s+VERDICT\n/);
@@ -121,18 +112,7 @@ describeWithPostgres('petrel fleet', (pg) => {
       'choice: web (10.0.0.6:1025), 4032 MiB free after it (most free memory after the placement)\n',
     );
 
-    const refused = await petrel(
-      'fleet',
-      'explain',
-      'user:web',
-      'web.hvt',
-      '--db',
-      url,
-      '--net',
-      'service',
-      '--node',
-      'gw-04',
-    );
+    const refused = await explain('--node', 'gw-04');
     expect(refused.code).toBe(1);
     expect(refused.out).toMatch(/no placement: node gw-04 cannot run .*: does not serve hvt now .*\n$/);
 

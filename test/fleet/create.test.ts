@@ -10,17 +10,13 @@ import { Registry } from '../../src/fleet/registry.js';
 import { unwrap } from '../../src/resources/errors.js';
 import { parseName } from '../../src/resources/name.js';
 import { canaryImage } from '../engine/guest.js';
+import { until } from '../engine/harness.js';
 import { startPetreld } from '../tls/petreld.js';
 import { describeWithPostgres } from './pg.js';
 
 /** Waits for the registry to show what the node reported (a fraction of a second after a change). */
-async function until(condition: () => Promise<boolean>, timeoutMs = 5_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await condition())) {
-    if (Date.now() > deadline) throw new Error('the node did not report the change in time');
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
+const reported = (condition: () => Promise<boolean>) =>
+  until(condition, 5_000, "the node's report of the change");
 
 describeWithPostgres('fleet create over mutual TLS', (pg) => {
   it('places on the reporting node and creates there as alice', async () => {
@@ -80,7 +76,7 @@ describeWithPostgres('fleet create over mutual TLS', (pg) => {
           resources: { memoryMiB: number; total: { memoryMiB: number } };
           unikernels: string[];
         };
-      await until(async () => (await row()).unikernels.includes('alice:web'));
+      await reported(async () => (await row()).unikernels.includes('alice:web'));
       expect((await row()).resources).toMatchObject({ memoryMiB: 256 - 16, total: { memoryMiB: 256 } });
       expect(await registry.reservations()).toEqual({ ok: true, value: [] });
 
@@ -88,7 +84,7 @@ describeWithPostgres('fleet create over mutual TLS', (pg) => {
         type: 'unikernel-destroy',
       });
       expect(destroyed.ok && destroyed.value.kind).toBe('reply');
-      await until(async () => (await row()).unikernels.length === 0);
+      await reported(async () => (await row()).unikernels.length === 0);
       expect((await row()).resources.memoryMiB).toBe(256);
     } finally {
       await node.stop();

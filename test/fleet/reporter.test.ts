@@ -2,6 +2,7 @@ import { expect, it } from 'vitest';
 import { type CapabilityReport, NO_CAPABILITIES, type NodeCapacity } from '../../src/fleet/capabilities.js';
 import { Registry } from '../../src/fleet/registry.js';
 import { createReporter, type FleetReporter, type ReporterOptions } from '../../src/fleet/reporter.js';
+import { until } from '../engine/harness.js';
 import { capacity, HVT, report } from './fixtures.js';
 import { describeWithPostgres } from './pg.js';
 
@@ -11,13 +12,7 @@ function reporter(options: ReporterOptions): FleetReporter {
   return created.value;
 }
 
-async function until(condition: () => Promise<boolean>, timeoutMs = 5_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await condition())) {
-    if (Date.now() > deadline) throw new Error('condition not reached in time');
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
+const within5s = (condition: () => Promise<boolean>) => until(condition, 5_000);
 
 describeWithPostgres('fleet reporter', (pg) => {
   it('reports at start and on every heartbeat; a capability lost between reports disappears', async () => {
@@ -47,7 +42,7 @@ describeWithPostgres('fleet reporter', (pg) => {
         value: { node: 'gw-04' },
       });
       current = report({ kvm: false });
-      await until(async () => changedAt !== null && r.reports > changedAt);
+      await within5s(async () => changedAt !== null && r.reports > changedAt);
       const placed = await registry.place(HVT, { freshMs: 30_000 });
       expect(placed).toMatchObject({ ok: false, error: { code: 'E_FLEET_NO_CAPABLE_NODE' } });
       if (!placed.ok)
@@ -126,7 +121,7 @@ describeWithPostgres('fleet reporter', (pg) => {
         );
         r.changed();
       }
-      await until(async () => (await free()).resources.memoryMiB === 4096 - 64 * 50);
+      await within5s(async () => (await free()).resources.memoryMiB === 4096 - 64 * 50);
       expect((await free()).unikernels).toHaveLength(50);
       // One write for the whole burst (the first change after the report waits out the interval).
       expect(r.capacityWrites).toBe(1);
@@ -134,7 +129,7 @@ describeWithPostgres('fleet reporter', (pg) => {
       current = capacity(report(), 1024, ['vm0']);
       r.changed();
       r.changed();
-      await until(async () => (await free()).resources.memoryMiB === 1024);
+      await within5s(async () => (await free()).resources.memoryMiB === 1024);
       expect(r.capacityWrites).toBe(2);
       expect(probes).toBe(1);
     } finally {
@@ -185,7 +180,7 @@ describeWithPostgres('fleet reporter', (pg) => {
       heartbeatMs: 20,
     });
     expect(await r.start()).toMatchObject({ ok: false, error: { code: 'E_FLEET_DB' } });
-    await until(async () => calls.length >= 3);
+    await within5s(async () => calls.length >= 3);
     await r.stop();
   });
 });

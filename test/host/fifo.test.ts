@@ -1,16 +1,12 @@
 import { lstat, mkdir, readdir, stat, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { listFifos, makeFifo, removeFifo } from '../../src/host/fifo.js';
-import { failure, name, tempDir, value } from './helpers.js';
+import { failure, name, tempDirEachTest, value } from './helpers.js';
 
 let dir: string;
-let cleanup: () => Promise<void>;
-beforeEach(async () => {
-  ({ dir, cleanup } = await tempDir());
-});
-afterEach(async () => {
-  await cleanup();
+tempDirEachTest((made) => {
+  dir = made;
 });
 
 describe('console FIFO', () => {

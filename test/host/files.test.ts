@@ -2,7 +2,7 @@ import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { chmod, lstat, mkdir, readdir, readFile, stat, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import {
   appendDurably,
   createBlockFile,
@@ -13,15 +13,11 @@ import {
 import { UndoStack } from '../../src/host/undo.js';
 import { printName } from '../../src/resources/name.js';
 import { repo } from '../engine/guest.js';
-import { failure, name, tempDir, value } from './helpers.js';
+import { failure, name, tempDirEachTest, value } from './helpers.js';
 
 let dir: string;
-let cleanup: () => Promise<void>;
-beforeEach(async () => {
-  ({ dir, cleanup } = await tempDir());
-});
-afterEach(async () => {
-  await cleanup();
+tempDirEachTest((made) => {
+  dir = made;
 });
 
 describe('atomic write', () => {

@@ -1,9 +1,7 @@
-import { execFileSync } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { checkBridges, listBridges } from '../../src/host/bridges.js';
 import { listLinks } from '../../src/host/ip.js';
 import {
@@ -14,7 +12,7 @@ import {
   TapNames,
   tapNumber,
 } from '../../src/host/tap.js';
-import { failure, value } from './helpers.js';
+import { failure, netnsEachTest, value } from './helpers.js';
 
 /** `taken` for lowestFreeTap from interface names, as a listing would give them. */
 const names =
@@ -57,27 +55,20 @@ const isRoot = process.getuid?.() === 0;
 // Real taps on a real bridge, inside a network namespace this test makes and always deletes.
 describe.skipIf(!isRoot)('taps in a network namespace', () => {
   let netns: string;
-  const ip = (...args: string[]): string => execFileSync('ip', ['-n', netns, ...args], { encoding: 'utf8' });
-
-  beforeEach(() => {
-    netns = `petrel-test-${randomBytes(4).toString('hex')}`;
-    execFileSync('ip', ['netns', 'add', netns]);
-    ip('link', 'add', 'br0', 'type', 'bridge');
-    ip('link', 'add', 'br1', 'type', 'bridge');
-    ip('link', 'add', 'veth0', 'type', 'veth', 'peer', 'name', 'veth1');
-  });
-
-  afterEach(() => {
+  const ip = netnsEachTest(
+    'petrel-test',
+    ['link add br0 type bridge', 'link add br1 type bridge', 'link add veth0 type veth peer name veth1'],
+    (made) => {
+      netns = made;
+    },
     // Taps are deleted explicitly first: persistent tun devices must not outlive the test.
-    try {
+    () => {
       for (const line of ip('-o', 'link', 'show').split('\n')) {
         const tap = /^\d+: ((?:ptap|xtap)\d+)[@:]/u.exec(line)?.[1];
         if (tap !== undefined) ip('link', 'del', 'dev', tap);
       }
-    } finally {
-      execFileSync('ip', ['netns', 'del', netns]);
-    }
-  });
+    },
+  );
 
   it('lists bridges and checks them with the Albatross text', async () => {
     expect(value(await listBridges({ netns }))).toEqual(['br0', 'br1']);

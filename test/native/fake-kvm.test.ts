@@ -14,6 +14,7 @@ import {
   canary,
   canaryBlk,
   canaryNet,
+  expectExitOnSignal,
   fakeKvmEnv,
   gone,
   type Outcome,
@@ -332,12 +333,7 @@ describe('how a run ends (§3.17, §1.9, §1.11)', () => {
       running.push(t);
       await t.waitFor('ready\n');
       await sleep(20);
-      const sent = performance.now();
-      process.kill(t.pid, signal);
-      const end = await t.exited;
-      expect(end.at - sent).toBeLessThan(100);
-      expect(end).toMatchObject({ status: 1, signal: null });
-      expect(t.stderr()).toBe(`petrel-hvt: Exiting on signal ${n}\n`);
+      await expectExitOnSignal(t, signal, n);
     },
   );
 

@@ -142,6 +142,28 @@ export function start(cmd: string, args: readonly string[], options: SpawnOption
   };
 }
 
+/**
+ * Sends `signal` (number `n`) to a running petrel-hvt: it must end within 100 ms with status 1,
+ * saying which signal ended it, as solo5-hvt does.
+ */
+export async function expectExitOnSignal(t: Running, signal: NodeJS.Signals, n: number): Promise<void> {
+  const sent = performance.now();
+  process.kill(t.pid, signal);
+  const end = await t.exited;
+  expect(end.at - sent).toBeLessThan(100);
+  expect(end).toMatchObject({ status: 1, signal: null });
+  expect(t.stderr()).toBe(`petrel-hvt: Exiting on signal ${n}\n`);
+}
+
+/** The canary's `exit N` and the status a tender exits with then: N & 0xff. */
+export const EXIT_STATUSES: [string, number][] = [
+  ['42', 42],
+  ['0', 0],
+  ['300', 44],
+  ['256', 0],
+  ['-1', 255],
+];
+
 /** True while the process exists and is not a zombie (a zombie has already died). */
 export function alive(pid: number): boolean {
   let stat: string;

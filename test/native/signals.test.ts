@@ -14,6 +14,7 @@ import { kvmUsable } from './kvm.js';
 import {
   alive,
   canary,
+  expectExitOnSignal,
   gone,
   type Running,
   requireBuilt,
@@ -93,12 +94,7 @@ describe.skipIf(!kvmUsable)('with a guest running', () => {
       running.push(t);
       await t.waitFor('petrel-canary ready\n');
       await sleep(50); // let the guest settle into POLL
-      const sent = performance.now();
-      process.kill(t.pid, signal);
-      const end = await t.exited;
-      expect(end.at - sent).toBeLessThan(100);
-      expect(end).toMatchObject({ status: 1, signal: null });
-      expect(t.stderr()).toBe(`petrel-hvt: Exiting on signal ${n}\n`);
+      await expectExitOnSignal(t, signal, n);
     },
   );
 

@@ -19,7 +19,7 @@ import {
   testKvmDevice,
   testTender,
 } from '../engine/guest.js';
-import { canaryConfig, makeNetns } from '../engine/harness.js';
+import { canaryConfig, createCommand, makeNetns } from '../engine/harness.js';
 import { ipIn, sendFrames, statsOf, until } from './helpers.js';
 
 let dir: string;
@@ -106,12 +106,7 @@ describe('petreld statistics', () => {
     const vm = await canaryConfig(canaryNetImage, ['net-echo'], {
       bridges: [{ netif: 'service', bridge: 'br0', mac: null }],
     });
-    const created = await request(sock('vmmd.sock'), ':statvm', {
-      type: 'unikernel-create',
-      force: false,
-      release: '2.7',
-      config: vm,
-    });
+    const created = await request(sock('vmmd.sock'), ':statvm', createCommand(vm));
     expect(created.map(said)).toEqual(['created unikernel']);
     const pid = daemon.engine.pidOf(unwrap(parseName(':statvm')));
     if (pid === undefined) throw new Error('no tender pid');

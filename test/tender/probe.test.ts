@@ -1,12 +1,11 @@
 // The capability probe on this host: what it finds when a KVM device, a tender, tun, a bridge
 // or the right to make taps is there or not, and that each report is fresh (lost = gone).
 
-import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { chmod, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { bundledNativePath } from '../../src/host/native.js';
 import {
   bundledKvmProbePath,
@@ -16,7 +15,7 @@ import {
   probeTapName,
   usableTender,
 } from '../../src/tender/probe.js';
-import { tempDir } from '../host/helpers.js';
+import { netnsEachTest, tempDirEachTest } from '../host/helpers.js';
 import { kvmUsable } from '../native/kvm.js';
 import { writeFakeTender } from './fake-tender.js';
 
@@ -27,13 +26,8 @@ const bundledSpt = bundledNativePath('petrel-spt') ?? '/nonexistent/petrel-spt';
 const sptBuilt = existsSync(bundledSpt);
 
 let dir: string;
-let cleanup: () => Promise<void>;
-
-beforeEach(async () => {
-  ({ dir, cleanup } = await tempDir());
-});
-afterEach(async () => {
-  await cleanup();
+tempDirEachTest((made) => {
+  dir = made;
 });
 
 /** Letters only (a tap prefix may not end in a digit), so parallel probes never share a probe tap. */
@@ -218,18 +212,13 @@ describe('probe tap name', () => {
 // Bridges and taps in a network namespace this test makes and always deletes.
 describe.skipIf(!isRoot)('bridges and netAdmin in a network namespace', () => {
   let netns: string;
-  const ip = (...args: string[]): string => execFileSync('ip', ['-n', netns, ...args], { encoding: 'utf8' });
-
-  beforeEach(() => {
-    netns = `petrel-probe-${randomBytes(4).toString('hex')}`;
-    execFileSync('ip', ['netns', 'add', netns]);
-    ip('link', 'add', 'br1', 'type', 'bridge');
-    ip('link', 'add', 'br0', 'type', 'bridge');
-    ip('link', 'set', 'dev', 'br0', 'up');
-  });
-  afterEach(() => {
-    execFileSync('ip', ['netns', 'del', netns]);
-  });
+  const ip = netnsEachTest(
+    'petrel-probe',
+    ['link add br1 type bridge', 'link add br0 type bridge', 'link set dev br0 up'],
+    (made) => {
+      netns = made;
+    },
+  );
 
   it('lists bridges with up/down, and creates and deletes its probe tap', async () => {
     const report = await probeHost(options({ netns, tapPrefix: 'ptap' }));

@@ -1,17 +1,13 @@
 import { readFile, utimes, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { checkTenderAbi, parseVersionOutput, TenderVersionCache } from '../../src/tender/version.js';
-import { failure, tempDir, value } from '../host/helpers.js';
+import { failure, tempDirEachTest, value } from '../host/helpers.js';
 import { writeFakeTender } from './fake-tender.js';
 
 let dir: string;
-let cleanup: () => Promise<void>;
-beforeEach(async () => {
-  ({ dir, cleanup } = await tempDir());
-});
-afterEach(async () => {
-  await cleanup();
+tempDirEachTest((made) => {
+  dir = made;
 });
 
 async function runs(counter: string): Promise<number> {

@@ -4,35 +4,23 @@
 // reservations for large handshakes, and the per-identity and frame-stall limits after it.
 
 import { createServer, connect as netConnect, type Server, type Socket } from 'node:net';
-import { connect, type TLSSocket } from 'node:tls';
-import pino from 'pino';
+import type { TLSSocket } from 'node:tls';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { createTlsEndpoint, type TlsEndpoint, type TlsEndpointOptions } from '../../src/tls/endpoint.js';
-import { exportPrivateKey, generateKey } from '../../src/tls/keys.js';
-import { days, type Issuer, issue, validityFor } from '../../src/tls/pki.js';
-import { decodeWire, FrameReader } from '../../src/wire/index.js';
+import type { TlsEndpointOptions } from '../../src/tls/endpoint.js';
+import type { Issuer } from '../../src/tls/pki.js';
 import { solo5Config } from '../../src/wire/shapes.js';
 import type { Command, Wire } from '../../src/wire/types.js';
-import { FakePetreld } from './fake-petreld.js';
-import { type Client, INFO, leaf, rootCa } from './helpers.js';
+import { endpointBeforeFake, type FakeFronted } from './fake-petreld.js';
+import { type Client, INFO, leaf, rootCa, serverIdentity } from './helpers.js';
+import { credentialsOf, tlsSession } from './session.js';
 
 let root: Issuer;
-let serverCert: string;
-let serverKey: string;
+let server: { cert: string; key: string };
 let client: Client;
 
 beforeAll(async () => {
   root = await rootCa();
-  const key = await generateKey('ed25519');
-  const server = await issue({
-    profile: 'server',
-    commonName: 'server',
-    publicKey: key.publicKey,
-    validity: validityFor(new Date(), days(365)),
-    issuer: root,
-  });
-  serverCert = server.certificate.toString('pem');
-  serverKey = await exportPrivateKey(key);
+  server = await serverIdentity(root);
   client = await leaf(root, 'web', INFO);
 });
 
@@ -41,32 +29,10 @@ afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
 
-interface Running {
-  readonly port: number;
-  readonly endpoint: TlsEndpoint;
-  readonly logs: Record<string, unknown>[];
-}
+type Running = FakeFronted;
 
-async function start(options: Partial<TlsEndpointOptions> = {}): Promise<Running> {
-  const fake = await FakePetreld.start();
-  cleanups.push(() => fake.close());
-  const logs: Record<string, unknown>[] = [];
-  const logger = pino({ level: 'debug' }, { write: (line: string) => logs.push(JSON.parse(line)) });
-  const endpoint = createTlsEndpoint({
-    ca: root.chain[0]?.toString('pem') ?? '',
-    cert: serverCert,
-    key: serverKey,
-    sockets: fake.sockets,
-    host: '127.0.0.1',
-    port: 0,
-    logger,
-    ...options,
-  });
-  if (!endpoint.ok) throw new Error(endpoint.error.message);
-  const address = await endpoint.value.listen();
-  cleanups.push(() => endpoint.value.close());
-  return { port: address.port, endpoint: endpoint.value, logs };
-}
+const start = (options: Partial<TlsEndpointOptions> = {}): Promise<Running> =>
+  endpointBeforeFake(root, server, cleanups, options);
 
 /** One TLS session through `port`: the reply frames, and how long it took. */
 async function session(
@@ -74,35 +40,12 @@ async function session(
   who: Client,
   options: { localAddress?: string; send?: Uint8Array[]; hold?: boolean } = {},
 ): Promise<{ frames: Wire[]; ms: number; socket: TLSSocket }> {
-  const began = performance.now();
-  const key = await exportPrivateKey(who.key);
-  return new Promise((resolve) => {
-    const frames: Wire[] = [];
-    const reader = new FrameReader();
-    const socket = connect({
-      host: '127.0.0.1',
-      port,
-      ...(options.localAddress === undefined ? {} : { localAddress: options.localAddress }),
-      ca: root.chain[0]?.toString('pem'),
-      checkServerIdentity: () => undefined,
-      cert: who.chain.map((c) => c.toString('pem')).join('\n'),
-      key,
-    });
-    socket.on('secureConnect', () => {
-      for (const bytes of options.send ?? []) socket.write(bytes);
-      if (options.hold) resolve({ frames, ms: performance.now() - began, socket });
-    });
-    socket.on('data', (chunk: Buffer) => {
-      const events = reader.push(new Uint8Array(chunk));
-      if (!events.ok) return;
-      for (const event of events.value) {
-        if (event.kind !== 'frame') continue;
-        const wire = decodeWire(event.payload);
-        if (wire.ok) frames.push(wire.value);
-      }
-    });
-    socket.on('error', () => {});
-    socket.on('close', () => resolve({ frames, ms: performance.now() - began, socket }));
+  // node's default lowest version, and bytes that are no frame dropped: what admission allows.
+  return tlsSession(port, root.chain[0]?.toString('pem'), {
+    credentials: await credentialsOf(who),
+    tls: { minVersion: 'TLSv1.2' },
+    badFrames: 'ignore',
+    ...options,
   });
 }
 

@@ -9,6 +9,7 @@ import { loadTrustAnchor, verifyClientChain } from '../../src/tls/chain.js';
 import { readCertificate } from '../../src/tls/der.js';
 import { authorize } from '../../src/tls/identity.js';
 import { importPrivateKey } from '../../src/tls/keys.js';
+import { solo5Config } from '../../src/wire/shapes.js';
 import { albatrossCreate, albatrossLeaf } from './albatross-client.js';
 import { VECTORS } from './helpers.js';
 
@@ -51,21 +52,7 @@ describe('leaves shaped like albatross-client', () => {
 
   it('carry a 2.1 create (UnikernelConfigV3, deflated) that the verifier accepts under the captured CA', async () => {
     const image = new Uint8Array(200_000).map((_, i) => i % 7);
-    const config = {
-      typ: 'solo5',
-      compressed: false,
-      image,
-      startup: null,
-      addName: true,
-      failBehaviour: { kind: 'quit' },
-      cpuids: [0],
-      memory: 32,
-      blocks: [],
-      bridges: [],
-      arguments: ['forever'],
-      cpus: 1,
-      linuxBootPartition: null,
-    } as const;
+    const config = solo5Config(image, { arguments: ['forever'] });
     const command = albatrossCreate('2.1', config);
     const leaf = await albatrossLeaf(await sub(), 'ctl', command, then);
     const anchor = unwrap(loadTrustAnchor(readFileSync(join(VECTORS, 'pki', 'cacert.pem'), 'utf8')));

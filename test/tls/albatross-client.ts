@@ -13,7 +13,6 @@
 // 9); 2.7 clients send the 2.7 config, deflated or not (`--compression-level=0`).
 
 import { webcrypto } from 'node:crypto';
-import { connect } from 'node:tls';
 import { deflateSync } from 'node:zlib';
 import { encodePem } from '../../src/tls/certs.js';
 import { keyIdentifier } from '../../src/tls/der.js';
@@ -27,9 +26,10 @@ import {
 } from '../../src/tls/encode.js';
 import { exportPrivateKey, generateKey, type KeyPair } from '../../src/tls/keys.js';
 import { x509 } from '../../src/tls/x509.js';
-import { ALBATROSS_OID, decodeWire, encodeCertExtension, FrameReader } from '../../src/wire/index.js';
+import { ALBATROSS_OID, encodeCertExtension } from '../../src/wire/index.js';
 import type { Command, UnikernelConfig, Wire } from '../../src/wire/types.js';
 import { enc, toBytes } from '../../src/wire/writer.js';
+import { tlsSession } from './session.js';
 
 export type AlbatrossRelease = '2.1' | '2.7';
 
@@ -148,36 +148,7 @@ export async function albatrossSession(
   leaf: AlbatrossLeaf,
 ): Promise<AlbatrossSession> {
   const cert = `${encodePem(leaf.der)}\n${encodePem(ca.der)}\n`;
-  const key = await exportPrivateKey(leaf.key);
-  return new Promise((resolve) => {
-    const frames: Wire[] = [];
-    let error: Error | null = null;
-    const reader = new FrameReader();
-    const socket = connect({
-      host: '127.0.0.1',
-      port,
-      ca: serverCa,
-      cert,
-      key,
-      minVersion: 'TLSv1.3',
-      checkServerIdentity: () => undefined,
-    });
-    socket.on('data', (chunk: Buffer) => {
-      const events = reader.push(new Uint8Array(chunk));
-      if (!events.ok) {
-        error = new Error(events.error.message);
-        socket.destroy();
-        return;
-      }
-      for (const event of events.value) {
-        if (event.kind !== 'frame') continue;
-        const wire = decodeWire(event.payload);
-        if (wire.ok) frames.push(wire.value);
-      }
-    });
-    socket.on('error', (e) => {
-      error = e;
-    });
-    socket.on('close', () => resolve({ frames, error }));
-  });
+  const credentials = { cert, key: await exportPrivateKey(leaf.key) };
+  const { frames, error } = await tlsSession(port, serverCa, { credentials, badFrames: 'error' });
+  return { frames, error };
 }

@@ -9,11 +9,13 @@ import { printName } from '../../src/resources/name.js';
 import { createRemoteTransport, type RemoteTransportOptions } from '../../src/tls/client.js';
 import { createTlsEndpoint } from '../../src/tls/endpoint.js';
 import { exportPrivateKey, generateKey } from '../../src/tls/keys.js';
-import { days, type Issuer, issue, validityFor } from '../../src/tls/pki.js';
+import type { Issuer } from '../../src/tls/pki.js';
 import type { Transport } from '../../src/wire/exchange.js';
+import { solo5Config } from '../../src/wire/shapes.js';
 import type { Command } from '../../src/wire/types.js';
+import { subscribeCommand } from '../daemon/client.js';
 import { FakePetreld, type Received } from './fake-petreld.js';
-import { DESTROY, delegate, expired, INFO, name, policy, rootCa } from './helpers.js';
+import { DESTROY, delegate, expired, INFO, name, policy, rootCa, serverIdentity } from './helpers.js';
 
 let root: Issuer;
 let alice: Issuer;
@@ -22,20 +24,8 @@ let server: { cert: string; key: string };
 beforeAll(async () => {
   root = await rootCa();
   alice = await delegate(root, 'alice', policy({ vms: 2, memory: 64 }));
-  server = await serverCertificate(root);
+  server = await serverIdentity(root, 1);
 });
-
-async function serverCertificate(ca: Issuer): Promise<{ cert: string; key: string }> {
-  const key = await generateKey('ed25519');
-  const { certificate } = await issue({
-    profile: 'server',
-    commonName: 'server',
-    publicKey: key.publicKey,
-    validity: validityFor(new Date(), days(1)),
-    issuer: ca,
-  });
-  return { cert: certificate.toString('pem'), key: await exportPrivateKey(key) };
-}
 
 const pem = (issuer: Issuer): Uint8Array =>
   Buffer.from(issuer.chain.map((c) => c.toString('pem')).join('\n'));
@@ -85,21 +75,7 @@ const create = (image: Uint8Array, memory = 16): Command => ({
   type: 'unikernel-create',
   force: false,
   release: '2.7',
-  config: {
-    typ: 'solo5',
-    compressed: false,
-    image,
-    startup: null,
-    addName: false,
-    failBehaviour: { kind: 'quit' },
-    cpuids: [0],
-    memory,
-    blocks: [],
-    bridges: [],
-    arguments: [],
-    cpus: 1,
-    linuxBootPartition: null,
-  },
+  config: solo5Config(image, { addName: false, memory, arguments: [] }),
 });
 
 const chunks = (received: readonly Received[]) => received.filter((r) => r.kind !== 'message');
@@ -184,11 +160,7 @@ describe('createRemoteTransport', () => {
     }
     expect(parts).toEqual(['abc', 'def', null]);
 
-    const console = await transport.stream(name('web'), {
-      type: 'console-subscribe',
-      release: '2.1',
-      select: { kind: 'count', count: 5 },
-    });
+    const console = await transport.stream(name('web'), subscribeCommand({ kind: 'count', count: 5 }));
     if (!console.ok) throw new Error(console.error.message);
     const lines: string[] = [];
     for await (const event of console.value.events) {
@@ -222,7 +194,7 @@ describe('createRemoteTransport refuses, with the code petrel turns into an exit
   });
 
   it('a server whose certificate another CA signed: E_CLIENT_AUTH, and the server hears nothing', async () => {
-    const running = await start(await serverCertificate(await rootCa('other')));
+    const running = await start(await serverIdentity(await rootCa('other'), 1));
     const answer = await (await running.client()).request(name(':'), INFO);
     expect(answer).toMatchObject({ ok: false, error: { code: 'E_CLIENT_AUTH' } });
     expect(!answer.ok && answer.error.message).toMatch(/certificate of 127\.0\.0\.1:\d+ does not validate/);

@@ -2,54 +2,25 @@
 // builds dist/ first) in front of the sockets of a real petreld started without TLS: the
 // endpoint needs nothing but the run directory's sockets and its key material.
 
-import { type ChildProcess, spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync } from 'node:fs';
 import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { createInterface } from 'node:readline';
 import { afterEach, describe, expect, it } from 'vitest';
 import { printName } from '../../src/resources/name.js';
 import { request } from '../daemon/client.js';
-import { canaryImage, repo } from '../engine/guest.js';
-import { canaryConfig } from '../engine/harness.js';
+import { canaryImage } from '../engine/guest.js';
+import { canaryConfig, createCommand } from '../engine/harness.js';
+import { endpointFlags, launchEndpoint } from './endpoint-process.js';
 import { INFO, name } from './helpers.js';
 import { type Petreld, startPetreld } from './petreld.js';
 
-const petreldJs = path.join(repo, 'dist', 'src', 'cli', 'petreld.js');
-
 let petreld: Petreld | undefined;
-let child: ChildProcess | undefined;
 afterEach(async () => {
-  if (child !== undefined && child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-  child = undefined;
   await petreld?.stop();
   petreld = undefined;
 });
 
-interface Endpoint {
-  readonly process: ChildProcess;
-  readonly logs: Record<string, unknown>[];
-  readonly exited: Promise<number | null>;
-}
-
-function launch(args: readonly string[]): Endpoint {
-  if (!existsSync(petreldJs)) throw new Error(`${petreldJs} is missing: run npx tsc -p tsconfig.build.json`);
-  const proc = spawn(process.execPath, [petreldJs, 'tls-endpoint', ...args], {
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  child = proc;
-  const logs: Record<string, unknown>[] = [];
-  createInterface({ input: proc.stdout as NodeJS.ReadableStream }).on('line', (line) => {
-    try {
-      logs.push(JSON.parse(line));
-    } catch {
-      logs.push({ text: line });
-    }
-  });
-  const exited = new Promise<number | null>((resolve) => proc.once('exit', (code) => resolve(code)));
-  return { process: proc, logs, exited };
-}
+const launch = launchEndpoint;
 
 async function until<T>(probe: () => T | undefined, what: string): Promise<T> {
   const deadline = Date.now() + 10_000;
@@ -65,21 +36,8 @@ describe('petreld tls-endpoint, a separate process on a running petreld', () => 
   it("serves remote clients from the daemon's run directory and stops on SIGTERM", async () => {
     petreld = await startPetreld({ alice: ['--vms', '1', '--mem', '32'] }, {}, { tls: false });
     expect(petreld.port).toBeNull();
-    const ca = petreld.ca;
-    const endpoint = launch([
-      '--run-dir',
-      petreld.runDir,
-      '--ip',
-      '127.0.0.1',
-      '--port',
-      '0',
-      '--ca',
-      path.join(ca, 'cacert.pem'),
-      '--cert',
-      path.join(ca, 'server.pem'),
-      '--key',
-      path.join(ca, 'server.key'),
-    ]);
+    const _ca = petreld.ca;
+    const endpoint = launch(endpointFlags(petreld));
     const port = await until(
       () => endpoint.logs.find((l) => l.event === 'tls.listening')?.port as number | undefined,
       'tls.listening',
@@ -103,12 +61,10 @@ describe('petreld tls-endpoint, a separate process on a running petreld', () => 
     // An image far above the certificate limit streams through this endpoint too: its chunks
     // follow the create on vmmd.sock and land in petreld's store.
     const image = Buffer.concat([await readFile(canaryImage), Buffer.alloc(2 * 1024 * 1024, 7)]);
-    const created = await alice.request(name('big'), {
-      type: 'unikernel-create',
-      force: false,
-      release: '2.7',
-      config: await canaryConfig(canaryImage, ['wait', 'big'], { image }),
-    });
+    const created = await alice.request(
+      name('big'),
+      createCommand(await canaryConfig(canaryImage, ['wait', 'big'], { image })),
+    );
     expect(created).toMatchObject({
       ok: true,
       value: { kind: 'reply', reply: { text: 'created unikernel' } },

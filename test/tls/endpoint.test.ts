@@ -5,27 +5,21 @@
 
 import { randomBytes } from 'node:crypto';
 import { type ConnectionOptions, connect } from 'node:tls';
-import pino from 'pino';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { printName } from '../../src/resources/name.js';
 import { encodePem } from '../../src/tls/certs.js';
-import { createTlsEndpoint, type TlsEndpointOptions } from '../../src/tls/endpoint.js';
+import type { TlsEndpointOptions } from '../../src/tls/endpoint.js';
 import { exportPrivateKey, generateKey } from '../../src/tls/keys.js';
-import { days, type Issuer, issue, validityFor } from '../../src/tls/pki.js';
+import { type Issuer, issue, validityFor } from '../../src/tls/pki.js';
 import { x509 } from '../../src/tls/x509.js';
-import {
-  chunkFrames,
-  decodeWire,
-  END_OF_STREAM,
-  encodeWire,
-  FrameReader,
-  frame,
-} from '../../src/wire/index.js';
+import { chunkFrames, END_OF_STREAM, encodeWire, frame } from '../../src/wire/index.js';
 import { solo5Config } from '../../src/wire/shapes.js';
 import type { Command, UnikernelConfig, Wire } from '../../src/wire/types.js';
-import { FakePetreld } from './fake-petreld.js';
+import { subscribeCommand } from '../daemon/client.js';
+import { endpointBeforeFake, type FakeFronted } from './fake-petreld.js';
 import {
   type Client,
+  current,
   DESTROY,
   delegate,
   expired,
@@ -35,58 +29,30 @@ import {
   leaf,
   policy,
   rootCa,
+  serverIdentity,
 } from './helpers.js';
+import { credentialsOf, tlsSession } from './session.js';
 
 let root: Issuer;
-let serverCert: string;
-let serverKey: string;
+let server: { cert: string; key: string };
 
 beforeAll(async () => {
   root = await rootCa();
-  const key = await generateKey('ed25519');
-  const server = await issue({
-    profile: 'server',
-    commonName: 'server',
-    publicKey: key.publicKey,
-    validity: validityFor(new Date(), days(365)),
-    issuer: root,
-  });
-  serverCert = server.certificate.toString('pem');
-  serverKey = await exportPrivateKey(key);
+  server = await serverIdentity(root);
 });
 
-interface Running {
-  readonly port: number;
-  readonly fake: FakePetreld;
-  readonly logs: Record<string, unknown>[];
-}
+type Running = FakeFronted;
 
-const cleanups: (() => Promise<void>)[] = [];
+const cleanups: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
 
-async function start(options: Partial<TlsEndpointOptions> = {}): Promise<Running> {
-  const fake = await FakePetreld.start();
-  cleanups.push(() => fake.close());
-  const logs: Record<string, unknown>[] = [];
-  const logger = pino({ level: 'debug' }, { write: (line: string) => logs.push(JSON.parse(line)) });
-  const endpoint = createTlsEndpoint({
-    ca: root.chain[0]?.toString('pem') ?? '',
-    cert: serverCert,
-    key: serverKey,
-    sockets: fake.sockets,
-    host: '127.0.0.1',
-    port: 0,
+const start = (options: Partial<TlsEndpointOptions> = {}): Promise<Running> =>
+  endpointBeforeFake(root, server, cleanups, {
     admission: { firstByteTimeoutMs: 2000, clientHelloTimeoutMs: 2000, handshakeStallMs: 2000 },
-    logger,
     ...options,
   });
-  if (!endpoint.ok) throw new Error(endpoint.error.message);
-  const address = await endpoint.value.listen();
-  cleanups.push(() => endpoint.value.close());
-  return { port: address.port, fake, logs };
-}
 
 interface Talk {
   readonly frames: Wire[];
@@ -99,44 +65,8 @@ async function talk(
   client: Client | null,
   options: { send?: Uint8Array[]; tls?: Partial<ConnectionOptions>; stopAfter?: number } = {},
 ): Promise<Talk> {
-  const credentials =
-    client === null
-      ? {}
-      : {
-          cert: client.chain.map((c) => c.toString('pem')).join('\n'),
-          key: await exportPrivateKey(client.key),
-        };
-  return new Promise((resolve) => {
-    const frames: Wire[] = [];
-    let error: Error | null = null;
-    const reader = new FrameReader();
-    const socket = connect({
-      host: '127.0.0.1',
-      port,
-      ca: root.chain[0]?.toString('pem'),
-      checkServerIdentity: () => undefined,
-      minVersion: 'TLSv1.3',
-      ...credentials,
-      ...options.tls,
-    });
-    socket.on('secureConnect', () => {
-      for (const bytes of options.send ?? []) socket.write(bytes);
-    });
-    socket.on('data', (chunk: Buffer) => {
-      const events = reader.push(new Uint8Array(chunk));
-      if (!events.ok) throw new Error(events.error.message);
-      for (const event of events.value) {
-        if (event.kind !== 'frame') continue;
-        const wire = decodeWire(event.payload);
-        if (wire.ok) frames.push(wire.value);
-        if (frames.length === options.stopAfter) socket.end();
-      }
-    });
-    socket.on('error', (e) => {
-      error = e;
-    });
-    socket.on('close', () => resolve({ frames, error }));
-  });
+  const credentials = client === null ? {} : { credentials: await credentialsOf(client) };
+  return tlsSession(port, root.chain[0]?.toString('pem'), { ...credentials, ...options });
 }
 
 const refusals = (logs: Record<string, unknown>[]) => logs.filter((l) => l.event === 'tls.refused');
@@ -241,11 +171,7 @@ describe('accepted requests', () => {
   it('console: no policy add, replies forwarded with the daemon header until the client leaves', async () => {
     const running = await start();
     const alice = await delegate(root, 'alice');
-    const subscribe: Command = {
-      type: 'console-subscribe',
-      release: '2.1',
-      select: { kind: 'count', count: 20 },
-    };
+    const subscribe: Command = subscribeCommand({ kind: 'count', count: 20 });
     const result = await talk(running.port, await leaf(alice, 'web', subscribe), { stopAfter: 3 });
     expect(running.fake.messages()).toEqual([['console', 'alice:web', 'console-subscribe']]);
     expect(result.frames.map((f) => [f.header.sequence, f.payload.kind])).toEqual([
@@ -612,12 +538,13 @@ describe('certificates carrying an image (stock Albatross create)', () => {
     // A handshake message's length has 24 bits: the client's TLS gives up before the server
     // sees a Certificate (the stock albatross-client stops there too).
     const running = await start();
+    // The certificate is made as DER only: too large for the x509 parser a chain would need.
     const key = await generateKey('ed25519');
     const { der } = await issue({
       profile: 'command',
       commonName: 'web',
       publicKey: key.publicKey,
-      validity: validityFor(new Date(), days(1)),
+      validity: current(),
       command: createCommand(new Uint8Array(16 * 1024 * 1024)),
       issuer: root,
     });

@@ -7,7 +7,15 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { createServer, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { type SocketPaths, socketPaths } from '../../src/tls/endpoint.js';
+import pino from 'pino';
+import {
+  createTlsEndpoint,
+  type SocketPaths,
+  socketPaths,
+  type TlsEndpoint,
+  type TlsEndpointOptions,
+} from '../../src/tls/endpoint.js';
+import type { Issuer } from '../../src/tls/pki.js';
 import type { Service } from '../../src/tls/proxy.js';
 import { decodeWire, encodeWire, FrameReader, frame } from '../../src/wire/index.js';
 import type { Payload, Wire } from '../../src/wire/types.js';
@@ -195,4 +203,42 @@ export class FakePetreld {
         return false;
     }
   }
+}
+
+export interface FakeFronted {
+  readonly port: number;
+  readonly endpoint: TlsEndpoint;
+  readonly fake: FakePetreld;
+  /** The endpoint's log lines (debug and above), parsed. */
+  readonly logs: Record<string, unknown>[];
+}
+
+/**
+ * The real TLS endpoint on 127.0.0.1 trusting `root` and serving as `server`, in front of a
+ * FakePetreld (the TEST DOUBLE of petreld's sockets); `cleanups` is given what closes both.
+ */
+export async function endpointBeforeFake(
+  root: Issuer,
+  server: { readonly cert: string; readonly key: string },
+  cleanups: (() => Promise<void> | void)[],
+  options: Partial<TlsEndpointOptions> = {},
+): Promise<FakeFronted> {
+  const fake = await FakePetreld.start();
+  cleanups.push(() => fake.close());
+  const logs: Record<string, unknown>[] = [];
+  const logger = pino({ level: 'debug' }, { write: (line: string) => logs.push(JSON.parse(line)) });
+  const endpoint = createTlsEndpoint({
+    ca: root.chain[0]?.toString('pem') ?? '',
+    cert: server.cert,
+    key: server.key,
+    sockets: fake.sockets,
+    host: '127.0.0.1',
+    port: 0,
+    logger,
+    ...options,
+  });
+  if (!endpoint.ok) throw new Error(endpoint.error.message);
+  const address = await endpoint.value.listen();
+  cleanups.push(() => endpoint.value.close());
+  return { port: address.port, endpoint: endpoint.value, fake, logs };
 }

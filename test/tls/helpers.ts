@@ -6,7 +6,13 @@ import { unwrap } from '../../src/resources/errors.js';
 import { type Name, parseName } from '../../src/resources/name.js';
 import { makePolicy, type Policy, type PolicyInput } from '../../src/resources/policy.js';
 import { type PathCertificate, viewOf } from '../../src/tls/certs.js';
-import { generateKey, type KeyPair, type KeyType, signingAlgorithm } from '../../src/tls/keys.js';
+import {
+  exportPrivateKey,
+  generateKey,
+  type KeyPair,
+  type KeyType,
+  signingAlgorithm,
+} from '../../src/tls/keys.js';
 import { days, type Issuer, issue, type Validity, validityFor } from '../../src/tls/pki.js';
 import { x509 } from '../../src/tls/x509.js';
 import { ALBATROSS_OID, encodeCertExtension } from '../../src/wire/index.js';
@@ -43,6 +49,22 @@ export async function rootCa(cn = 'ca', keyType: KeyType = 'ed25519'): Promise<I
     signingKey: key,
   });
   return { chain: [certificate], key };
+}
+
+/** A server certificate issued by `issuer` (CN server, for a year), and both it and its key as PEM. */
+export async function serverIdentity(
+  issuer: Issuer,
+  lifetimeDays = 365,
+): Promise<{ certificate: x509.X509Certificate; cert: string; key: string }> {
+  const key = await generateKey('ed25519');
+  const { certificate } = await issue({
+    profile: 'server',
+    commonName: 'server',
+    publicKey: key.publicKey,
+    validity: current(lifetimeDays),
+    issuer,
+  });
+  return { certificate, cert: certificate.toString('pem'), key: await exportPrivateKey(key) };
 }
 
 /** A delegation without the signing checks, so tests can make policies that exceed their parent. */

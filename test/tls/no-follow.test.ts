@@ -5,9 +5,9 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { Transport } from '../../src/wire/exchange.js';
 import { canaryImage } from '../engine/guest.js';
-import { canaryConfig } from '../engine/harness.js';
+import { canaryConfig, createCommand } from '../engine/harness.js';
 import { name } from './helpers.js';
-import { type Petreld, startPetreld } from './petreld.js';
+import { consoleHistory, type Petreld, startPetreld } from './petreld.js';
 
 let petreld: Petreld;
 beforeAll(async () => {
@@ -16,30 +16,14 @@ beforeAll(async () => {
 afterAll(() => petreld?.stop());
 
 /** The console history of NAME as --no-follow reads it: subscribe, finish, read to the end. */
-async function history(client: Transport, vm: string): Promise<string[]> {
-  const subscribed = await client.stream(name(vm), {
-    type: 'console-subscribe',
-    release: '2.1',
-    select: { kind: 'count', count: 1024 },
-  });
-  if (!subscribed.ok) throw new Error(subscribed.error.message);
-  subscribed.value.finish();
-  const lines: string[] = [];
-  for await (const event of subscribed.value.events) {
-    if (event.kind !== 'data' || event.data.type !== 'console') throw new Error(`unexpected ${event.kind}`);
-    lines.push(Buffer.from(event.data.line).toString());
-  }
-  return lines;
-}
+const history = (client: Transport, vm: string): Promise<string[]> => consoleHistory(client, vm, 1024);
 
 it('a history of 1024 lines comes whole through the TLS endpoint, then the stream ends', async () => {
   const alice = petreld.remote('alice');
-  const created = await alice.request(name('flood'), {
-    type: 'unikernel-create',
-    force: false,
-    release: '2.7',
-    config: await canaryConfig(canaryImage, ['flood', '3000'], { memory: 16 }),
-  });
+  const created = await alice.request(
+    name('flood'),
+    createCommand(await canaryConfig(canaryImage, ['flood', '3000'], { memory: 16 })),
+  );
   expect(created.ok && created.value.kind).toBe('reply');
   let lines: string[] = [];
   for (const deadline = Date.now() + 20_000; lines.at(-1) !== 'petrel-canary flood 3000'; ) {

@@ -5,43 +5,37 @@
 // probe's kvm answer; the engine, sockets, state file and TLS endpoint are the real ones.
 
 import { existsSync } from 'node:fs';
-import { mkdir, mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import pino from 'pino';
 import { caCommand } from '../../src/cli/commands/ca.js';
-import { buildConfig } from '../../src/daemon/config.js';
-import { createDaemon, type Daemon, type StartReport } from '../../src/daemon/daemon.js';
-import { unwrap } from '../../src/resources/errors.js';
 import { createRemoteTransport } from '../../src/tls/client.js';
 import type { Transport } from '../../src/wire/exchange.js';
-import { probeWithFakeKvm as probe, testKvmDevice, testTender } from '../engine/guest.js';
-import { makeNetns } from '../engine/harness.js';
+import { freshDaemon, type TestDaemon } from '../daemon/start.js';
+import { createCommand } from '../engine/harness.js';
+import { requestApi, type WebApi, webApiOf } from '../web/client.js';
 
-/** `petrel ca ARGS...`; throws with its stderr when it fails. */
-export async function petrelCa(...args: string[]): Promise<void> {
+/** `petrel ca ARGS...`, what it printed; throws with its stderr when it fails. */
+export async function petrelCa(...args: string[]): Promise<string> {
+  let stdout = '';
   let stderr = '';
   const io = {
-    stdout: () => {},
-    stderr: (text: string) => {
-      stderr += text;
+    stdout: (text: string | Uint8Array) => {
+      stdout += Buffer.from(text).toString();
+    },
+    stderr: (text: string | Uint8Array) => {
+      stderr += Buffer.from(text).toString();
     },
     readFile: async () => new Uint8Array(),
     writeFile: async () => {},
   };
   const status = await caCommand.run(args, io);
   if (status !== 0) throw new Error(`petrel ca ${args.join(' ')}: ${stderr}`);
+  return stdout;
 }
 
-export interface Petreld {
-  readonly daemon: Daemon;
-  readonly report: StartReport;
-  /** The temporary directory: `ca/` (the PKI), `state/`, `run/`. */
-  readonly dir: string;
+export interface Petreld extends TestDaemon {
   readonly ca: string;
-  readonly runDir: string;
-  /** `state/`: Petrel's state (read it with storedState of test/engine/harness.ts). */
-  readonly stateDir: string;
   /** The TLS port on 127.0.0.1; null when started without TLS. */
   readonly port: number | null;
   /** The web API's port on 127.0.0.1 (`web: true`), its certificate made by `petrel ca web-cert`. */
@@ -50,13 +44,12 @@ export interface Petreld {
   readonly logs: Record<string, unknown>[];
   /** A remote client holding the delegation `label` (files ca/LABEL.pem and ca/LABEL.key). */
   remote(label: string, port?: number): Transport;
-  /** Stops the daemon, removes the namespace and the directory. */
-  stop(): Promise<void>;
 }
 
 /**
- * A fresh PKI (`ca init`, then `ca delegate LABEL ARGS...` per entry) and a daemon using it;
- * `flags` are petreld's configuration keys. Everything is removed again if start-up fails.
+ * A fresh PKI (`ca init`, then `ca delegate LABEL ARGS...` per entry) and a daemon using it (in
+ * its directory: `ca/`, `state/`, `run/`); `flags` are petreld's configuration keys. Everything
+ * is removed again if start-up fails.
  */
 export async function startPetreld(
   delegations: Record<string, readonly string[]>,
@@ -68,121 +61,75 @@ export async function startPetreld(
     readonly ca?: string;
   } = {},
 ): Promise<Petreld> {
-  const dir = await mkdtemp(path.join(tmpdir(), 'petreld-tls-'));
-  const netns = makeNetns();
-  let daemon: Daemon | undefined;
-  const stop = async () => {
-    try {
-      await daemon?.stop({ stopGuests: true });
-    } finally {
-      netns.destroy();
-      await rm(dir, { recursive: true, force: true });
-    }
-  };
-  try {
-    const ca = options.ca ?? path.join(dir, 'ca');
-    if (options.ca === undefined) {
-      await mkdir(ca);
-      await petrelCa('init', '--dir', ca);
-      for (const [label, args] of Object.entries(delegations)) {
-        await petrelCa('delegate', label, ...args, '--dir', ca);
+  let ca = '';
+  const logs: Record<string, unknown>[] = [];
+  const log = pino({ level: 'info' }, { write: (line: string) => logs.push(JSON.parse(line)) });
+  const node = await freshDaemon(
+    'petreld-tls-',
+    async (dir) => {
+      ca = options.ca ?? path.join(dir, 'ca');
+      if (options.ca === undefined) {
+        await mkdir(ca);
+        await petrelCa('init', '--dir', ca);
+        for (const [label, args] of Object.entries(delegations)) {
+          await petrelCa('delegate', label, ...args, '--dir', ca);
+        }
       }
-    }
-    const tls =
-      options.tls === false
-        ? {}
-        : {
-            tlsListen: '127.0.0.1:0',
-            tlsCa: path.join(ca, 'cacert.pem'),
-            tlsCert: path.join(ca, 'server.pem'),
-            tlsKey: path.join(ca, 'server.key'),
-          };
-    if (options.web === true && !existsSync(path.join(ca, 'web.pem')))
-      await petrelCa('web-cert', '127.0.0.1', 'localhost', '--dir', ca);
-    const web =
-      options.web === true
-        ? {
-            webListen: '127.0.0.1:0',
-            tlsCa: path.join(ca, 'cacert.pem'),
-            webCert: path.join(ca, 'web.pem'),
-            webKey: path.join(ca, 'web.key'),
-          }
-        : {};
-    const config = unwrap(
-      buildConfig({
-        flags: {
-          stateDir: path.join(dir, 'state'),
-          runDir: path.join(dir, 'run'),
-          tenderHvt: await testTender(dir),
-          kvmDevice: testKvmDevice,
-          runtimes: 'hvt',
-          canaryDeadline: '5s',
-          stopTimeout: '2s',
-          ...tls,
-          ...web,
-          ...flags,
-        },
+      const tls =
+        options.tls === false
+          ? {}
+          : {
+              tlsListen: '127.0.0.1:0',
+              tlsCa: path.join(ca, 'cacert.pem'),
+              tlsCert: path.join(ca, 'server.pem'),
+              tlsKey: path.join(ca, 'server.key'),
+            };
+      if (options.web === true && !existsSync(path.join(ca, 'web.pem')))
+        await petrelCa('web-cert', '127.0.0.1', 'localhost', '--dir', ca);
+      const web =
+        options.web === true
+          ? {
+              webListen: '127.0.0.1:0',
+              tlsCa: path.join(ca, 'cacert.pem'),
+              webCert: path.join(ca, 'web.pem'),
+              webKey: path.join(ca, 'web.key'),
+            }
+          : {};
+      return { runtimes: 'hvt', canaryDeadline: '5s', ...tls, ...web, ...flags };
+    },
+    log,
+  );
+  const port = node.report.tls?.port ?? null;
+  return {
+    ...node,
+    ca,
+    port,
+    webPort: node.report.web?.port ?? null,
+    logs,
+    remote: (label, at = port ?? 0) =>
+      createRemoteTransport({
+        host: '127.0.0.1',
+        port: at,
+        ca: path.join(ca, 'cacert.pem'),
+        cert: path.join(ca, `${label}.pem`),
+        key: path.join(ca, `${label}.key`),
       }),
-    );
-    const logs: Record<string, unknown>[] = [];
-    const log = pino({ level: 'info' }, { write: (line: string) => logs.push(JSON.parse(line)) });
-    daemon = createDaemon({ config, log, netns: netns.name, probe });
-    const started = await daemon.start();
-    if (!started.ok) throw new Error(`petreld did not start: ${started.error.message}`);
-    const port = started.value.tls?.port ?? null;
-    return {
-      daemon,
-      report: started.value,
-      dir,
-      ca,
-      runDir: path.join(dir, 'run'),
-      stateDir: path.join(dir, 'state'),
-      port,
-      webPort: started.value.web?.port ?? null,
-      logs,
-      remote: (label, at = port ?? 0) =>
-        createRemoteTransport({
-          host: '127.0.0.1',
-          port: at,
-          ca: path.join(ca, 'cacert.pem'),
-          cert: path.join(ca, `${label}.pem`),
-          key: path.join(ca, `${label}.key`),
-        }),
-      stop,
-    };
-  } catch (e) {
-    await stop();
-    throw e;
-  }
+  };
+}
+
+/** The flags of `petrel --remote` that reach a Petreld over TLS as the delegation `label`. */
+export function remoteFlags(petreld: Petreld, label: string): string[] {
+  return [
+    ...['--remote', `127.0.0.1:${petreld.port}`, '--ca', path.join(petreld.ca, 'cacert.pem')],
+    ...['--cert', path.join(petreld.ca, `${label}.pem`), '--key', path.join(petreld.ca, `${label}.key`)],
+  ];
 }
 
 /** A token of the delegation `label` of a Petreld's PKI (`petrel ca token`), its text. */
 export async function mintToken(petreld: Petreld, label: string, name: string): Promise<string> {
-  let out = '';
-  let stderr = '';
-  const status = await caCommand.run(
-    [
-      'token',
-      '--cert',
-      path.join(petreld.ca, `${label}.pem`),
-      '--key',
-      path.join(petreld.ca, `${label}.key`),
-      '--name',
-      name,
-    ],
-    {
-      stdout: (text) => {
-        out += String(text);
-      },
-      stderr: (text) => {
-        stderr += String(text);
-      },
-      readFile: async () => new Uint8Array(),
-      writeFile: async () => {},
-    },
-  );
-  if (status !== 0) throw new Error(`petrel ca token: ${stderr}`);
-  return out.trim();
+  const cert = path.join(petreld.ca, `${label}.pem`);
+  const key = path.join(petreld.ca, `${label}.key`);
+  return (await petrelCa('token', '--cert', cert, '--key', key, '--name', name)).trim();
 }
 
 export interface WebReply {
@@ -191,49 +138,12 @@ export interface WebReply {
   readonly text: string;
 }
 
-/** One HTTPS request to a Petreld's web API (`web: true`), its certificate verified for 127.0.0.1. */
+/** One HTTPS request to a Petreld's web API (`web: true`): requestApi's arguments after the API. */
 export async function webRequest(
   petreld: Petreld,
-  method: string,
-  url: string,
-  headers: Record<string, string> = {},
-  body?: string | Buffer,
-  localAddress?: string,
+  ...request: Parameters<typeof requestApi> extends [WebApi, ...infer Rest] ? Rest : never
 ): Promise<WebReply> {
-  const { request } = await import('node:https');
-  const { readFile } = await import('node:fs/promises');
-  const ca = await readFile(path.join(petreld.ca, 'cacert.pem'));
-  return new Promise((resolve, reject) => {
-    const all = {
-      ...headers,
-      ...(body === undefined ? {} : { 'content-length': String(Buffer.byteLength(body)) }),
-    };
-    const req = request(
-      {
-        host: '127.0.0.1',
-        port: petreld.webPort as number,
-        method,
-        path: url,
-        headers: all,
-        ca,
-        agent: false,
-        ...(localAddress === undefined ? {} : { localAddress }),
-      },
-      (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('end', () =>
-          resolve({
-            status: res.statusCode as number,
-            headers: res.headers,
-            text: Buffer.concat(chunks).toString('utf8'),
-          }),
-        );
-      },
-    );
-    req.on('error', (e) => reject(new Error(`${method} ${url}: ${e.message}`)));
-    req.end(body);
-  });
+  return requestApi(await webApiOf(petreld), ...request);
 }
 
 /** Waits until `check` resolves true, polling every 100 ms; throws naming `what` after `ms`. */
@@ -257,11 +167,31 @@ export async function createCanary(
   const { canaryImage } = await import('../engine/guest.js');
   const { canaryConfig } = await import('../engine/harness.js');
   const { name } = await import('./helpers.js');
-  const answer = await petreld.remote(label).request(name(vm), {
-    type: 'unikernel-create',
-    force: false,
-    release: '2.7',
-    config: await canaryConfig(image ?? canaryImage, [...args], { memory: image === undefined ? 16 : 4 }),
-  });
+  const answer = await petreld
+    .remote(label)
+    .request(
+      name(vm),
+      createCommand(
+        await canaryConfig(image ?? canaryImage, [...args], { memory: image === undefined ? 16 : 4 }),
+      ),
+    );
   if (!answer.ok || answer.value.kind !== 'reply') throw new Error(`create ${vm}: ${JSON.stringify(answer)}`);
+}
+
+/**
+ * The console history of `vm` as `petrel console --no-follow` reads it over TLS: subscribe to the
+ * last `count` lines, finish our end, read to the end; anything but a console line fails.
+ */
+export async function consoleHistory(client: Transport, vm: string, count: number): Promise<string[]> {
+  const { subscribeCommand } = await import('../daemon/client.js');
+  const { name } = await import('./helpers.js');
+  const subscribed = await client.stream(name(vm), subscribeCommand({ kind: 'count', count }));
+  if (!subscribed.ok) throw new Error(subscribed.error.message);
+  subscribed.value.finish();
+  const lines: string[] = [];
+  for await (const event of subscribed.value.events) {
+    if (event.kind !== 'data' || event.data.type !== 'console') throw new Error(`unexpected ${event.kind}`);
+    lines.push(Buffer.from(event.data.line).toString());
+  }
+  return lines;
 }

@@ -26,7 +26,7 @@ import { x509 } from '../../src/tls/x509.js';
 import { findCertExtension } from '../../src/wire/index.js';
 import { solo5Config } from '../../src/wire/shapes.js';
 import type { Command, UnikernelConfig } from '../../src/wire/types.js';
-import { der, ders, INFO, name, policy, rootCa, VECTORS } from './helpers.js';
+import { der, ders, INFO, name, policy, rootCa, serverIdentity, VECTORS } from './helpers.js';
 
 const vector = async (file: string) => new Uint8Array(await readFile(join(VECTORS, 'pki', file)));
 
@@ -60,14 +60,7 @@ describe('profiles are those of the certificates Albatross made', async () => {
   });
 
   it('server', async () => {
-    const key = await generateKey('ed25519');
-    const server = await issue({
-      profile: 'server',
-      commonName: 'server',
-      publicKey: key.publicKey,
-      validity: validityFor(new Date(), days(365)),
-      issuer: root,
-    });
+    const server = await serverIdentity(root);
     expect(profile(server.certificate)).toEqual(
       profile(new x509.X509Certificate(await vector('server.pem'))),
     );

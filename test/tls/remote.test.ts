@@ -18,19 +18,15 @@ import type { Answer, Transport } from '../../src/wire/exchange.js';
 import { FrameReader } from '../../src/wire/index.js';
 import type { Command, UnikernelConfig } from '../../src/wire/types.js';
 import { petrel } from '../cli/io.js';
-import { request } from '../daemon/client.js';
+import { request, subscribeCommand } from '../daemon/client.js';
 import { canaryImage } from '../engine/guest.js';
-import { canaryConfig, storedState } from '../engine/harness.js';
+import { canaryConfig, createCommand, storedState } from '../engine/harness.js';
 import { albatrossLeaf, albatrossSession } from './albatross-client.js';
 import { DESTROY, delegate, INFO, name, policy } from './helpers.js';
-import { type Petreld, startPetreld } from './petreld.js';
+import { consoleHistory, type Petreld, startPetreld } from './petreld.js';
 
-const create = async (vm: string, change: { image?: Uint8Array } = {}): Promise<Command> => ({
-  type: 'unikernel-create',
-  force: false,
-  release: '2.7',
-  config: await canaryConfig(canaryImage, ['wait', vm], { memory: 16, ...change }),
-});
+const create = async (vm: string, change: { image?: Uint8Array } = {}): Promise<Command> =>
+  createCommand(await canaryConfig(canaryImage, ['wait', vm], { memory: 16, ...change }));
 
 /** The text of a string reply or a Failure; anything else by its kind. */
 function said(answer: Result<Answer, { code: string; message: string }>): string {
@@ -79,11 +75,7 @@ describe('alice and bob, delegated by certificate, against one real petreld', ()
     expect([...petreld.daemon.engine.running].sort()).toEqual(['alice:vm1', 'alice:vm2']);
     expect(await listed(alice)).toEqual([':vm1', ':vm2']);
 
-    const watch = await alice.stream(name('vm1'), {
-      type: 'console-subscribe',
-      release: '2.1',
-      select: { kind: 'count', count: 10 },
-    });
+    const watch = await alice.stream(name('vm1'), subscribeCommand({ kind: 'count', count: 10 }));
     if (!watch.ok) throw new Error(watch.error.message);
     expect(watch.value.answer).toMatchObject({ kind: 'reply' });
     let line = '';
@@ -95,18 +87,7 @@ describe('alice and bob, delegated by certificate, against one real petreld', ()
     expect(line).toBe('alice:vm1 petrel-canary vm1');
     // `petrel console --no-follow` over TLS: our end of the subscription, and the history comes
     // whole, then the end (issue 25).
-    const history = await alice.stream(name('vm1'), {
-      type: 'console-subscribe',
-      release: '2.1',
-      select: { kind: 'count', count: 10 },
-    });
-    if (!history.ok) throw new Error(history.error.message);
-    history.value.finish();
-    const lines: string[] = [];
-    for await (const event of history.value.events) {
-      if (event.kind !== 'data' || event.data.type !== 'console') throw new Error(`unexpected ${event.kind}`);
-      lines.push(Buffer.from(event.data.line).toString());
-    }
+    const lines = await consoleHistory(alice, 'vm1', 10);
     expect(lines.at(-1)).toBe('petrel-canary vm1');
 
     // bob sees none of alice's unikernels and cannot name them: his names are under bob:.
@@ -201,12 +182,8 @@ describe('alice and bob, delegated by certificate, against one real petreld', ()
     };
     // 2 MB that do not inflate, marked deflated; then a plain image above alice's memory.
     const config = (change: Partial<UnikernelConfig>) => canaryConfig(canaryImage, ['wait', 'bad'], change);
-    const createOf = async (change: Partial<UnikernelConfig>): Promise<Command> => ({
-      type: 'unikernel-create',
-      force: false,
-      release: '2.7',
-      config: await config(change),
-    });
+    const createOf = async (change: Partial<UnikernelConfig>): Promise<Command> =>
+      createCommand(await config(change));
     const garbage = await createOf({ image: new Uint8Array(2_000_000).fill(0xff), compressed: true });
     expect(await ask(garbage)).toEqual([expect.stringMatching(/^Failure: /)]);
     expect(said(await petreld.remote('alice').request(name('bad'), garbage))).toMatch(/^Failure: /);

@@ -92,33 +92,15 @@ describe('petrel ca token', () => {
 
   it('writes --out 0600 and refuses to overwrite it', async () => {
     const out = file('out.token');
-    const first = await ca(
-      'token',
-      '--cert',
-      file('alice.pem'),
-      '--key',
-      file('alice.key'),
-      '--name',
-      'x',
-      '--out',
-      out,
-    );
+    const writeOut = () =>
+      ca('token', '--cert', file('alice.pem'), '--key', file('alice.key'), '--name', 'x', '--out', out);
+    const first = await writeOut();
     expect(first.status).toBe(0);
     expect(first.stdout).toBe('');
     const { mode } = await import('node:fs/promises').then((fs) => fs.stat(out));
     expect(mode & 0o777).toBe(0o600);
     expect(verifyToken((await readFile(out, 'utf8')).trim(), anchor, new Date(), none).ok).toBe(true);
-    const again = await ca(
-      'token',
-      '--cert',
-      file('alice.pem'),
-      '--key',
-      file('alice.key'),
-      '--name',
-      'x',
-      '--out',
-      out,
-    );
+    const again = await writeOut();
     expect(again.status).toBe(1);
   });
 

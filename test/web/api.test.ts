@@ -8,133 +8,81 @@
 import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { readdir, readFile } from 'node:fs/promises';
-import { request } from 'node:https';
+import type { ClientRequest, IncomingMessage } from 'node:http';
 import { connect } from 'node:net';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { caCommand } from '../../src/cli/commands/ca.js';
 import { decodeDer } from '../../src/tls/certs.js';
 import { importPrivateKey } from '../../src/tls/keys.js';
 import { issue } from '../../src/tls/pki.js';
 import { encodeToken, parseToken } from '../../src/tls/token.js';
 import { parseUsage } from '../../src/tls/token-usage.js';
 import { x509 } from '../../src/tls/x509.js';
-import type { Command } from '../../src/wire/types.js';
 import { canaryImage } from '../engine/guest.js';
-import { canaryConfig, until } from '../engine/harness.js';
-import { name as parseName } from '../tls/helpers.js';
-import { type Petreld, startPetreld } from '../tls/petreld.js';
+import { until } from '../engine/harness.js';
+import { createCanary, mintToken, type Petreld, petrelCa, startPetreld } from '../tls/petreld.js';
+import { type ApiReply, bodyOf, getBytes, openApi, type WebClient, webClient } from './client.js';
 import { checkResponse } from './openapi.js';
 
-interface Reply {
-  readonly status: number;
-  readonly headers: Record<string, string | string[] | undefined>;
-  readonly json: unknown;
-}
+type Reply = ApiReply;
 
 let petreld: Petreld;
-let cacert: Buffer;
+let web: WebClient;
 const tokens: Record<string, string> = {};
 
-/** `petrel ca ARGS...`, its standard output. */
-async function ca(...args: string[]): Promise<string> {
-  let out = '';
-  let errors = '';
-  const status = await caCommand.run(args, {
-    stdout: (t) => {
-      out += String(t);
-    },
-    stderr: (t) => {
-      errors += String(t);
-    },
-    readFile: async () => new Uint8Array(),
-    writeFile: async () => {},
-  });
-  if (status !== 0) throw new Error(errors);
-  return out.trim();
-}
-
-const mint = (label: string, name: string) =>
-  ca(
-    'token',
-    '--cert',
-    path.join(petreld.ca, `${label}.pem`),
-    '--key',
-    path.join(petreld.ca, `${label}.key`),
-    '--name',
-    name,
-  );
-
-/** One HTTPS request; the response checked against the document for `template`. */
-function call(
+/** One HTTPS request as `token`; the response checked against the document for `template`. */
+const call = (
   method: string,
   url: string,
   token: string | null,
   template: string | null,
   body?: string | Buffer,
   localAddress?: string,
-): Promise<Reply> {
-  return new Promise((resolve, reject) => {
-    const headers: Record<string, string> = token === null ? {} : { authorization: `Bearer ${token}` };
-    if (body !== undefined) {
-      headers['content-type'] = typeof body === 'string' ? 'application/json' : 'application/octet-stream';
-      headers['content-length'] = String(Buffer.byteLength(body));
-    }
-    const req = request(
-      {
-        host: '127.0.0.1',
-        port: petreld.webPort as number,
-        method,
-        path: url,
-        headers,
-        ca: cacert,
-        agent: false,
-        ...(localAddress === undefined ? {} : { localAddress }),
-      },
-      (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('end', () => {
-          try {
-            const json = JSON.parse(Buffer.concat(chunks).toString('utf8'));
-            checkResponse(method, template, res.statusCode as number, json);
-            resolve({ status: res.statusCode as number, headers: res.headers, json });
-          } catch (e) {
-            reject(e);
-          }
-        });
-      },
-    );
-    req.on('error', (e) => reject(new Error(`${method} ${url}: ${e.message}`)));
-    req.end(body);
+): Promise<Reply> =>
+  web.call(method, url, template, body, {
+    as: token,
+    ...(localAddress === undefined ? {} : { localAddress }),
   });
-}
 
 /** An event stream for `ms`: its status and how many `line` events came. */
 function sse(token: string, url: string, ms: number): Promise<{ status: number; lines: number }> {
   return new Promise((resolve, reject) => {
-    const req = request(
-      {
-        host: '127.0.0.1',
-        port: petreld.webPort as number,
-        path: url,
-        headers: { authorization: `Bearer ${token}` },
-        ca: cacert,
-        agent: false,
-      },
-      (res) => {
-        let text = '';
-        res.on('data', (c: Buffer) => {
-          text += c.toString('utf8');
-        });
-        setTimeout(() => {
-          req.destroy();
-          resolve({ status: res.statusCode as number, lines: text.split('event: line').length - 1 });
-        }, ms);
-      },
-    );
+    const req = openApi(web, token, 'GET', url);
+    req.on('response', (res: IncomingMessage) => {
+      let text = '';
+      res.on('data', (c: Buffer) => {
+        text += c.toString('utf8');
+      });
+      setTimeout(() => {
+        req.destroy();
+        resolve({ status: res.statusCode as number, lines: text.split('event: line').length - 1 });
+      }, ms);
+    });
     req.on('error', (e) => (req.destroyed ? undefined : reject(e)));
     req.end();
+  });
+}
+
+/**
+ * A PUT of an image of `length` bytes as alice, of which `send` sends what it sends and never
+ * ends it; the JSON reply (checked against the document), the connection then dropped.
+ */
+function putUnfinished(vm: string, length: number, send: (req: ClientRequest) => void): Promise<Reply> {
+  return new Promise<Reply>((resolve, reject) => {
+    const req = openApi(web, tokens.alice as string, 'PUT', `/api/v1/unikernels/${vm}`, {
+      'content-type': 'application/octet-stream',
+      'content-length': String(length),
+    });
+    req.on('response', (res: IncomingMessage) => {
+      bodyOf(res).then((body) => {
+        const json = JSON.parse(body.toString('utf8'));
+        checkResponse('PUT', '/api/v1/unikernels/{name}', res.statusCode as number, json);
+        resolve({ status: res.statusCode as number, headers: res.headers, json });
+        req.destroy();
+      }, reject);
+    });
+    req.on('error', reject);
+    send(req);
   });
 }
 
@@ -143,17 +91,7 @@ const ONE = '/api/v1/unikernels/{name}';
 const RESTART = '/api/v1/unikernels/{name}/restart';
 const NODE = '/api/v1/node';
 
-const create = async (vm: string): Promise<Command> => ({
-  type: 'unikernel-create',
-  force: false,
-  release: '2.7',
-  config: await canaryConfig(canaryImage, ['wait', vm], { memory: 16 }),
-});
-
-async function createByTls(label: string, vm: string): Promise<void> {
-  const answer = await petreld.remote(label).request(parseName(vm), await create(vm));
-  if (!answer.ok || answer.value.kind !== 'reply') throw new Error(`create ${vm}: ${JSON.stringify(answer)}`);
-}
+const createByTls = (label: string, vm: string) => createCanary(petreld, label, vm, ['wait', vm]);
 
 const running = () => [...petreld.daemon.engine.running].sort();
 const audits = () => petreld.logs.filter((l) => l.event === 'web.audit');
@@ -171,8 +109,8 @@ beforeAll(async () => {
     { maxConnectionsPerIdentity: '3', statsInterval: '200ms', frameStallTimeout: '1s' },
     { web: true },
   );
-  cacert = await readFile(path.join(petreld.ca, 'cacert.pem'));
-  for (const label of ['alice', 'bob', 'carol']) tokens[label] = await mint(label, 'ci');
+  for (const label of ['alice', 'bob', 'carol']) tokens[label] = await mintToken(petreld, label, 'ci');
+  web = await webClient(petreld, tokens.alice as string);
   for (const vm of ['vm3', 'vm1', 'vm2']) await createByTls('alice', vm);
   await createByTls('bob', 'b1');
 });
@@ -304,9 +242,9 @@ describe('the web API over HTTPS', () => {
     });
     await expectRefused(encodeToken([old.der, ...ders.slice(1)]), 'E_TOKEN_EXPIRED');
 
-    const doomed = await mint('alice', 'doomed');
+    const doomed = await mintToken(petreld, 'alice', 'doomed');
     expect((await call('GET', `${U}/vm2`, doomed, ONE)).status).toBe(200);
-    await ca('revoke', doomed, '--state-dir', petreld.stateDir);
+    await petrelCa('revoke', doomed, '--state-dir', petreld.stateDir);
     await expectRefused(doomed, 'E_TOKEN_REVOKED');
     expect(running()).toContain('alice:vm2');
     expect(petreld.logs.filter((l) => l.event === 'web.refused').map((l) => l.code)).toContain(
@@ -387,35 +325,7 @@ describe('the web API over HTTPS', () => {
   });
 
   it('refuses an image above maxFrameBytes by its length, before reading it', async () => {
-    const reply = await new Promise<Reply>((resolve, reject) => {
-      const req = request(
-        {
-          host: '127.0.0.1',
-          port: petreld.webPort as number,
-          method: 'PUT',
-          path: `${U}/huge`,
-          headers: {
-            authorization: `Bearer ${tokens.alice}`,
-            'content-type': 'application/octet-stream',
-            'content-length': String(65 * 1024 * 1024),
-          },
-          ca: cacert,
-          agent: false,
-        },
-        (res) => {
-          const chunks: Buffer[] = [];
-          res.on('data', (c: Buffer) => chunks.push(c));
-          res.on('end', () => {
-            const json = JSON.parse(Buffer.concat(chunks).toString('utf8'));
-            checkResponse('PUT', ONE, res.statusCode as number, json);
-            resolve({ status: res.statusCode as number, headers: res.headers, json });
-            req.destroy();
-          });
-        },
-      );
-      req.on('error', reject);
-      req.flushHeaders();
-    });
+    const reply = await putUnfinished('huge', 65 * 1024 * 1024, (req) => req.flushHeaders());
     expect(reply.status).toBe(413);
     expect(error(reply)).toMatchObject({ code: 'E_WEB_TOO_LARGE', exit: 124 });
     expect(reply.headers.connection).toBe('close');
@@ -438,39 +348,30 @@ describe('the web API over HTTPS', () => {
     const events = await new Promise<{ event: string; data: { timestamp: string; line: string } }[]>(
       (resolve, reject) => {
         const seen: { event: string; data: { timestamp: string; line: string } }[] = [];
-        const req = request(
-          {
-            host: '127.0.0.1',
-            port: petreld.webPort as number,
-            path: `${U}/talker/console?count=3`,
-            headers: { authorization: `Bearer ${tokens.alice}` },
-            ca: cacert,
-            agent: false,
-          },
-          (res) => {
-            expect(res.statusCode).toBe(200);
-            expect(res.headers['content-type']).toContain('text/event-stream');
-            let text = '';
-            res.on('data', (c: Buffer) => {
-              text += c.toString('utf8');
-              if (subscribed === 0 && text.startsWith(': subscribed')) subscribed = Date.now();
-              for (let end = text.indexOf('\n\n'); end >= 0; end = text.indexOf('\n\n')) {
-                const block = text.slice(0, end);
-                text = text.slice(end + 2);
-                const kind = /^event: (.*)$/m.exec(block)?.[1];
-                const data = /^data: (.*)$/m.exec(block)?.[1];
-                if (kind === undefined || data === undefined) continue;
-                const parsed = JSON.parse(data);
-                checkResponse('GET', '/api/v1/unikernels/{name}/console', 200, parsed);
-                seen.push({ event: kind, data: parsed });
-                if (seen.length === 6) {
-                  req.destroy();
-                  resolve(seen);
-                }
+        const req = openApi(web, tokens.alice as string, 'GET', `${U}/talker/console?count=3`);
+        req.on('response', (res: IncomingMessage) => {
+          expect(res.statusCode).toBe(200);
+          expect(res.headers['content-type']).toContain('text/event-stream');
+          let text = '';
+          res.on('data', (c: Buffer) => {
+            text += c.toString('utf8');
+            if (subscribed === 0 && text.startsWith(': subscribed')) subscribed = Date.now();
+            for (let end = text.indexOf('\n\n'); end >= 0; end = text.indexOf('\n\n')) {
+              const block = text.slice(0, end);
+              text = text.slice(end + 2);
+              const kind = /^event: (.*)$/m.exec(block)?.[1];
+              const data = /^data: (.*)$/m.exec(block)?.[1];
+              if (kind === undefined || data === undefined) continue;
+              const parsed = JSON.parse(data);
+              checkResponse('GET', '/api/v1/unikernels/{name}/console', 200, parsed);
+              seen.push({ event: kind, data: parsed });
+              if (seen.length === 6) {
+                req.destroy();
+                resolve(seen);
               }
-            });
-          },
-        );
+            }
+          });
+        });
         req.on('error', (e) => (seen.length === 6 ? undefined : reject(e)));
         req.end();
       },
@@ -503,18 +404,9 @@ describe('the web API over HTTPS', () => {
     const before = (await readdir(images)).sort();
     const image = Buffer.concat([await readFile(canaryImage), Buffer.alloc(4 * 1024 * 1024)]);
     const aborted = await new Promise<string>((resolve) => {
-      const req = request({
-        host: '127.0.0.1',
-        port: petreld.webPort as number,
-        method: 'PUT',
-        path: `${U}/half`,
-        headers: {
-          authorization: `Bearer ${tokens.alice}`,
-          'content-type': 'application/octet-stream',
-          'content-length': String(image.length),
-        },
-        ca: cacert,
-        agent: false,
+      const req = openApi(web, tokens.alice as string, 'PUT', `${U}/half`, {
+        'content-type': 'application/octet-stream',
+        'content-length': String(image.length),
       });
       req.on('error', (e) => resolve(e.message));
       req.on('response', () => resolve('answered'));
@@ -579,26 +471,7 @@ describe('the web API over HTTPS', () => {
     for (let i = 0; i < pattern.length; i++) pattern[i] = (i * 7) & 0xff;
     const set = await call('PUT', `${B}/disk/data`, alice, DATA, pattern);
     expect(set.status).toBe(200);
-    const dump = async (token: string) =>
-      new Promise<{ status: number; bytes: Buffer }>((resolve, reject) => {
-        const req = request(
-          {
-            host: '127.0.0.1',
-            port: petreld.webPort as number,
-            path: `${B}/disk/data`,
-            headers: { authorization: `Bearer ${token}` },
-            ca: cacert,
-            agent: false,
-          },
-          (res) => {
-            const chunks: Buffer[] = [];
-            res.on('data', (c: Buffer) => chunks.push(c));
-            res.on('end', () => resolve({ status: res.statusCode as number, bytes: Buffer.concat(chunks) }));
-          },
-        );
-        req.on('error', reject);
-        req.end();
-      });
+    const dump = (token: string) => getBytes(web, token, `${B}/disk/data`);
     const got = await dump(alice);
     expect(got.status).toBe(200);
     expect(got.bytes.length).toBe(2 * 1024 * 1024);
@@ -632,30 +505,21 @@ describe('the web API over HTTPS', () => {
   it('follows a unikernel’s resource usage as Server-Sent Events, each sample checked against the document', async () => {
     const events = await new Promise<unknown[]>((resolve, reject) => {
       const seen: unknown[] = [];
-      const req = request(
-        {
-          host: '127.0.0.1',
-          port: petreld.webPort as number,
-          path: `${U}/vm1/stats`,
-          headers: { authorization: `Bearer ${tokens.alice}` },
-          ca: cacert,
-          agent: false,
-        },
-        (res) => {
-          expect(res.statusCode).toBe(200);
-          let text = '';
-          res.on('data', (c: Buffer) => {
-            text += c.toString('utf8');
-            for (const m of text.matchAll(/event: stats\ndata: (.*)\n\n/g))
-              seen.push(JSON.parse(m[1] as string));
-            text = text.slice(text.lastIndexOf('\n\n') + 2);
-            if (seen.length >= 2) {
-              req.destroy();
-              resolve(seen);
-            }
-          });
-        },
-      );
+      const req = openApi(web, tokens.alice as string, 'GET', `${U}/vm1/stats`);
+      req.on('response', (res: IncomingMessage) => {
+        expect(res.statusCode).toBe(200);
+        let text = '';
+        res.on('data', (c: Buffer) => {
+          text += c.toString('utf8');
+          for (const m of text.matchAll(/event: stats\ndata: (.*)\n\n/g))
+            seen.push(JSON.parse(m[1] as string));
+          text = text.slice(text.lastIndexOf('\n\n') + 2);
+          if (seen.length >= 2) {
+            req.destroy();
+            resolve(seen);
+          }
+        });
+      });
       req.on('error', (e) => (seen.length >= 2 ? undefined : reject(e)));
       req.end();
     });
@@ -673,36 +537,10 @@ describe('the web API over HTTPS', () => {
 
   it('a body that stalls longer than frameStallTimeout is refused, and nothing is created', async () => {
     const image = Buffer.concat([await readFile(canaryImage), Buffer.alloc(1024 * 1024)]);
-    const reply = await new Promise<Reply>((resolve, reject) => {
-      const req = request(
-        {
-          host: '127.0.0.1',
-          port: petreld.webPort as number,
-          method: 'PUT',
-          path: `${U}/stalled`,
-          headers: {
-            authorization: `Bearer ${tokens.alice}`,
-            'content-type': 'application/octet-stream',
-            'content-length': String(image.length),
-          },
-          ca: cacert,
-          agent: false,
-        },
-        (res) => {
-          const chunks: Buffer[] = [];
-          res.on('data', (c: Buffer) => chunks.push(c));
-          res.on('end', () => {
-            const json = JSON.parse(Buffer.concat(chunks).toString('utf8'));
-            checkResponse('PUT', ONE, res.statusCode as number, json);
-            resolve({ status: res.statusCode as number, headers: res.headers, json });
-            req.destroy();
-          });
-        },
-      );
-      req.on('error', reject);
-      // Half of it, then nothing: the client neither sends the rest nor goes away.
-      req.write(image.subarray(0, image.length / 2));
-    });
+    // Half of it, then nothing: the client neither sends the rest nor goes away.
+    const reply = await putUnfinished('stalled', image.length, (req) =>
+      req.write(image.subarray(0, image.length / 2)),
+    );
     expect(reply.status).toBe(408);
     expect(error(reply)).toMatchObject({ code: 'E_TLS_FRAME_STALLED', exit: 124 });
     expect(running()).not.toContain('alice:stalled');
@@ -710,32 +548,10 @@ describe('the web API over HTTPS', () => {
 
   it('gets an image as stored, relayed with its length; bob gets none of alice’s', async () => {
     const image = await readFile(canaryImage);
-    const get = (token: string, vm: string) =>
-      new Promise<{ status: number; length: string | undefined; bytes: Buffer }>((resolve, reject) => {
-        const req = request(
-          {
-            host: '127.0.0.1',
-            port: petreld.webPort as number,
-            path: `${U}/${vm}/image`,
-            headers: { authorization: `Bearer ${token}` },
-            ca: cacert,
-            agent: false,
-          },
-          (res) => {
-            const chunks: Buffer[] = [];
-            res.on('data', (c: Buffer) => chunks.push(c));
-            res.on('end', () =>
-              resolve({
-                status: res.statusCode as number,
-                length: res.headers['content-length'],
-                bytes: Buffer.concat(chunks),
-              }),
-            );
-          },
-        );
-        req.on('error', reject);
-        req.end();
-      });
+    const get = async (token: string, vm: string) => {
+      const got = await getBytes(web, token, `${U}/${vm}/image`);
+      return { ...got, length: got.headers['content-length'] };
+    };
     const got = await get(tokens.alice as string, 'vm1');
     expect(got.status).toBe(200);
     expect(got.length).toBe(String(image.length));

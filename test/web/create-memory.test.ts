@@ -10,7 +10,6 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, expect, it } from 'vitest';
-import { caCommand } from '../../src/cli/commands/ca.js';
 import { launchDaemon } from '../daemon/process.js';
 import { canaryImage, testTender } from '../engine/guest.js';
 import { makeNetns, storedState } from '../engine/harness.js';
@@ -102,16 +101,9 @@ it('a 50 MB create through the web API is stored as it arrives, never held whole
   await petrelCa('init', '--dir', ca);
   await petrelCa('delegate', 'alice', '--vms', '3', '--mem', '64', '--dir', ca);
   await petrelCa('web-cert', '127.0.0.1', '--dir', ca);
-  let token = '';
-  await caCommand.run(['token', '--cert', `${ca}/alice.pem`, '--key', `${ca}/alice.key`, '--name', 'ci'], {
-    stdout: (t) => {
-      token += String(t);
-    },
-    stderr: () => {},
-    readFile: async () => new Uint8Array(),
-    writeFile: async () => {},
-  });
-  token = token.trim();
+  const token = (
+    await petrelCa('token', '--cert', `${ca}/alice.pem`, '--key', `${ca}/alice.key`, '--name', 'ci')
+  ).trim();
   const port = await freePort();
   const dir = path.join(base, 'petreld');
   const flags = [

@@ -11,7 +11,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { canaryImage, guestMode } from '../engine/guest.js';
 import { repo } from '../repo.js';
 import { createCanary, eventually, mintToken, type Petreld, startPetreld } from '../tls/petreld.js';
-import { chromiumMissing, launchChromium, playwrightVersion } from './browser.js';
+import {
+  chromiumMissing,
+  consoleIsLive,
+  launchChromium,
+  playwrightVersion,
+  seriesPixels,
+} from './browser.js';
 
 /** Where the test writes what a person would look at (the screenshot). */
 export const OUTPUT = path.join(repo, 'test-results', 'dashboard');
@@ -30,20 +36,6 @@ let token: string;
 let origin: string;
 
 const running = () => [...petreld.daemon.engine.running].sort();
-
-/**
- * Pixels of the plots' first colour (#2c7fb8) on a canvas: the series, not the grid. Page code
- * is given as text: the tests' TypeScript has no DOM.
- */
-const seriesPixels = (id: string): Promise<number> =>
-  page.evaluate(`(() => {
-    const canvas = document.getElementById(${JSON.stringify(id)});
-    const data = canvas.getContext('2d').getImageData(0, 0, canvas.width, canvas.height).data;
-    let n = 0;
-    for (let i = 0; i < data.length; i += 4)
-      if (Math.abs(data[i] - 44) < 8 && Math.abs(data[i + 1] - 127) < 8 && Math.abs(data[i + 2] - 184) < 8) n++;
-    return n;
-  })()`);
 
 describe.skipIf(missing !== null)('the dashboard in headless Chromium', () => {
   beforeAll(async () => {
@@ -89,16 +81,10 @@ describe.skipIf(missing !== null)('the dashboard in headless Chromium', () => {
     expect(running()).toEqual(['alice:web1']);
     await page.locator('#detail-name').getByText('web1').waitFor();
     // Live: a line numbered above every line shown when the first arrived.
-    await page.locator('#console .line').first().waitFor({ timeout: 15_000 });
-    const numbers = async () =>
-      (await page.locator('#console .line').allTextContents()).map((t) =>
-        Number(/count (\d+)/.exec(t)?.[1] ?? 0),
-      );
-    const first = Math.max(...(await numbers()));
-    await eventually('a newer console line', async () => Math.max(...(await numbers())) > first + 1);
-    await eventually('the memory plot drawn', async () => (await seriesPixels('plot-memory')) > 20);
+    await consoleIsLive(page, 'a newer console line');
+    await eventually('the memory plot drawn', async () => (await seriesPixels(page, 'plot-memory')) > 20);
     // CPU is a rate: drawn once two samples are in.
-    await eventually('the CPU plot drawn', async () => (await seriesPixels('plot-cpu')) > 20);
+    await eventually('the CPU plot drawn', async () => (await seriesPixels(page, 'plot-cpu')) > 20);
     expect(await page.locator('#node-list tr[data-name=web1]').count()).toBe(1);
     await mkdir(OUTPUT, { recursive: true });
     await page.screenshot({ path: path.join(OUTPUT, 'dashboard.png'), fullPage: true });

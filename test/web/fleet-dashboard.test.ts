@@ -16,7 +16,14 @@ import { canaryImage, guestMode } from '../engine/guest.js';
 import { describeWithPostgres } from '../fleet/pg.js';
 import { repo } from '../repo.js';
 import { eventually, mintToken, type Petreld, startPetreld, webRequest } from '../tls/petreld.js';
-import { chromiumMissing, launchChromium, playwrightVersion, signIn } from './browser.js';
+import {
+  chromiumMissing,
+  consoleIsLive,
+  launchChromium,
+  playwrightVersion,
+  seriesPixels,
+  signIn,
+} from './browser.js';
 import { checkResponse } from './openapi.js';
 
 const missing = chromiumMissing();
@@ -36,17 +43,6 @@ async function ca(...args: string[]): Promise<number> {
 }
 
 const originOf = (p: Petreld) => `https://127.0.0.1:${p.webPort}`;
-
-/** Pixels of the plots' first colour on a canvas (page code as text: the tests have no DOM types). */
-const seriesPixels = (page: Page, id: string): Promise<number> =>
-  page.evaluate(`(() => {
-    const canvas = document.getElementById(${JSON.stringify(id)});
-    const data = canvas.getContext('2d').getImageData(0, 0, canvas.width, canvas.height).data;
-    let n = 0;
-    for (let i = 0; i < data.length; i += 4)
-      if (Math.abs(data[i] - 44) < 8 && Math.abs(data[i + 1] - 127) < 8 && Math.abs(data[i + 2] - 184) < 8) n++;
-    return n;
-  })()`);
 
 describeWithPostgres('the fleet view of the dashboard', (pg) => {
   it.skipIf(missing !== null)(
@@ -126,16 +122,7 @@ describeWithPostgres('the fleet view of the dashboard', (pg) => {
         // B's console, live, from A's page: a line numbered above every one shown when the first came.
         await groupB.locator('tr[data-name=b1]').click();
         await tab.locator('#detail-node').getByText('on node node-b').waitFor();
-        await tab.locator('#console .line').first().waitFor({ timeout: 15_000 });
-        const numbers = async () =>
-          (await tab.locator('#console .line').allTextContents()).map((t) =>
-            Number(/count (\d+)/.exec(t)?.[1] ?? 0),
-          );
-        const first = Math.max(...(await numbers()));
-        await eventually(
-          'a newer console line of b1',
-          async () => Math.max(...(await numbers())) > first + 1,
-        );
+        await consoleIsLive(tab, 'a newer console line of b1');
         // Its plot, from B's samples: pixels of the series' colour (#2c7fb8) on the canvas.
         await eventually(
           'the memory plot of b1 drawn',

@@ -11,13 +11,12 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { canaryImage } from '../engine/guest.js';
 import { mintToken, type Petreld, startPetreld } from '../tls/petreld.js';
-import { type ApiReply, callApi } from './client.js';
+import { type ApiReply, callApi, type WebClient, webClient } from './client.js';
 
 const ONE = '/api/v1/unikernels/{name}';
 const BOUNDARY = '----petrel-test-7d1f';
 let petreld: Petreld;
-let cacert: Buffer;
-let token = '';
+let web: WebClient;
 let image: Buffer;
 
 type Part = { readonly name: string; readonly filename?: string; readonly data: Buffer | string };
@@ -42,9 +41,7 @@ function form(parts: readonly Part[], close = true): Buffer[] {
 
 function send(method: string, name: string, body: Buffer[], type?: string, query = ''): Promise<ApiReply> {
   return callApi({
-    port: petreld.webPort as number,
-    ca: cacert,
-    token,
+    ...web,
     method,
     url: `/api/v1/unikernels/${name}${query}`,
     template: ONE,
@@ -62,8 +59,7 @@ const stored = async () => (await readdir(path.join(petreld.stateDir, 'images'))
 
 beforeAll(async () => {
   petreld = await startPetreld({ erin: ['--vms', '3', '--mem', '64'] }, {}, { web: true });
-  cacert = await readFile(path.join(petreld.ca, 'cacert.pem'));
-  token = await mintToken(petreld, 'erin', 'form');
+  web = await webClient(petreld, await mintToken(petreld, 'erin', 'form'));
   image = await readFile(canaryImage);
 });
 afterAll(async () => {
@@ -84,14 +80,7 @@ describe('multipart create', () => {
       ]),
     );
     expect(made).toMatchObject({ status: 201, json: { name: 'formed', reply: 'created unikernel' } });
-    const info = await callApi({
-      port: petreld.webPort as number,
-      ca: cacert,
-      token,
-      method: 'GET',
-      url: '/api/v1/unikernels/formed',
-      template: ONE,
-    });
+    const info = await web.call('GET', '/api/v1/unikernels/formed', ONE);
     expect(info.json).toMatchObject({
       memory: 8,
       arguments: ['wait', 'second one'],
@@ -125,66 +114,42 @@ describe('multipart create', () => {
       { name: 'arg', data: 'wait' },
       { name: 'image', data: image },
     ]);
-    await refused(send('PUT', 'bad1', withImage, 'multipart/form-data'), 'E_WEB_MULTIPART', /no boundary/);
-    await refused(
-      send('PUT', 'bad2', form([{ name: 'mem', data: '8' }])),
-      'E_WEB_MULTIPART',
-      /no part named "image"/,
-    );
-    await refused(
-      send(
-        'PUT',
+    const imageLast = (first: { name: string; data: string }) =>
+      form([first, { name: 'image', data: image }]);
+    // Each: the unikernel's name, the body, its content type (undefined: the form's), the refusal.
+    const cases: [string, Buffer[], string | undefined, string, RegExp][] = [
+      ['bad1', withImage, 'multipart/form-data', 'E_WEB_MULTIPART', /no boundary/],
+      ['bad2', form([{ name: 'mem', data: '8' }]), undefined, 'E_WEB_MULTIPART', /no part named "image"/],
+      [
         'bad3',
-        form([
-          { name: 'arg', data: 'x'.repeat(70_000) },
-          { name: 'image', data: image },
-        ]),
-      ),
-      'E_WEB_MULTIPART',
-      /"arg" is too large/,
-    );
-    // Cut after the image's bytes, before the closing delimiter: the image had gone to petreld.
-    await refused(
-      send('PUT', 'bad4', form([{ name: 'image', data: image }], false)),
-      'E_WEB_MULTIPART',
-      /truncated/,
-    );
-    await refused(
-      send(
-        'PUT',
+        imageLast({ name: 'arg', data: 'x'.repeat(70_000) }),
+        undefined,
+        'E_WEB_MULTIPART',
+        /"arg" is too large/,
+      ],
+      // Cut after the image's bytes, before the closing delimiter: the image had gone to petreld.
+      ['bad4', form([{ name: 'image', data: image }], false), undefined, 'E_WEB_MULTIPART', /truncated/],
+      [
         'bad5',
         form([
           { name: 'image', data: image },
           { name: 'mem', data: '8' },
         ]),
-      ),
-      'E_WEB_MULTIPART',
-      /image must be the last part/,
-    );
-    await refused(
-      send(
-        'PUT',
-        'bad6',
-        form([
-          { name: 'mem', data: 'lots' },
-          { name: 'image', data: image },
-        ]),
-      ),
-      'E_WEB_CONFIG',
-      /mem/,
-    );
-    await refused(
-      send(
-        'PUT',
+        undefined,
+        'E_WEB_MULTIPART',
+        /image must be the last part/,
+      ],
+      ['bad6', imageLast({ name: 'mem', data: 'lots' }), undefined, 'E_WEB_CONFIG', /mem/],
+      [
         'bad7',
-        form([
-          { name: 'colour', data: 'red' },
-          { name: 'image', data: image },
-        ]),
-      ),
-      'E_WEB_QUERY',
-      /unknown parameter "colour"/,
-    );
+        imageLast({ name: 'colour', data: 'red' }),
+        undefined,
+        'E_WEB_QUERY',
+        /unknown parameter "colour"/,
+      ],
+    ];
+    for (const [name, body, type, code, message] of cases)
+      await refused(send('PUT', name, body, type), code, message);
     expect(running()).toEqual(['erin:formed', 'erin:mixed']);
     expect(await stored()).toEqual(before);
     const audits = petreld.logs.filter(

@@ -5,35 +5,21 @@
 // engine's message; every change is one audit line. Responses checked against docs/openapi.json.
 
 import { readFile } from 'node:fs/promises';
-import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { nameAsPath, printPath } from '../../src/resources/name.js';
 import * as T from '../../src/resources/tree.js';
 import { canaryImage } from '../engine/guest.js';
 import { mintToken, type Petreld, startPetreld } from '../tls/petreld.js';
-import { type ApiReply, callApi } from './client.js';
+import { type ApiReply, type WebClient, webClient } from './client.js';
 
 const LIST = '/api/v1/policies';
 const ONE = '/api/v1/policies/{path}';
 let petreld: Petreld;
-let cacert: Buffer;
+let web: WebClient;
 const tokens: Record<string, string> = {};
 
 const call = (who: string, method: string, url: string, template: string, body?: Buffer): Promise<ApiReply> =>
-  callApi({
-    port: petreld.webPort as number,
-    ca: cacert,
-    token: tokens[who] as string,
-    method,
-    url,
-    template,
-    ...(body === undefined
-      ? {}
-      : {
-          headers: { 'content-type': 'application/octet-stream', 'content-length': String(body.length) },
-          body: [body],
-        }),
-  });
+  web.call(method, url, template, body, { as: tokens[who] as string });
 
 type Item = {
   path: string;
@@ -56,8 +42,8 @@ beforeAll(async () => {
     {},
     { web: true },
   );
-  cacert = await readFile(path.join(petreld.ca, 'cacert.pem'));
   for (const who of ['alice', 'bob']) tokens[who] = await mintToken(petreld, who, `${who}-ci`);
+  web = await webClient(petreld, tokens.alice as string);
 });
 afterAll(async () => {
   await petreld?.stop();

@@ -8,20 +8,15 @@ import { createHash } from 'node:crypto';
 import { once } from 'node:events';
 import { readFile, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:http';
-import { request } from 'node:https';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { caCommand } from '../../src/cli/commands/ca.js';
 import { petrel } from '../cli/io.js';
 import { canaryImage } from '../engine/guest.js';
-import { canaryConfig, storedState } from '../engine/harness.js';
-import { name as parseName } from '../tls/helpers.js';
-import { type Petreld, startPetreld } from '../tls/petreld.js';
-import { checkResponse } from './openapi.js';
+import { storedState } from '../engine/harness.js';
+import { createCanary, mintToken, type Petreld, remoteFlags, startPetreld } from '../tls/petreld.js';
+import { type WebClient, webClient } from './client.js';
 
 let petreld: Petreld;
-let cacert: Buffer;
-let token: string;
 let oldImage: Buffer;
 let newImage: Buffer;
 let newFile: string;
@@ -32,71 +27,11 @@ const sha = (b: Uint8Array) => createHash('sha256').update(b).digest('hex');
 const REPLACE = '/api/v1/unikernels/{name}/replace';
 const ONE = '/api/v1/unikernels/{name}';
 
-async function mint(): Promise<string> {
-  let out = '';
-  const status = await caCommand.run(
-    [
-      'token',
-      '--cert',
-      path.join(petreld.ca, 'alice.pem'),
-      '--key',
-      path.join(petreld.ca, 'alice.key'),
-      '--name',
-      'ci',
-    ],
-    {
-      stdout: (t) => {
-        out += String(t);
-      },
-      stderr: () => {},
-      readFile: async () => new Uint8Array(),
-      writeFile: async () => {},
-    },
-  );
-  if (status !== 0) throw new Error('petrel ca token failed');
-  return out.trim();
-}
-
-function call(
-  method: string,
-  url: string,
-  template: string,
-  body?: Buffer,
-): Promise<{ status: number; json: Record<string, unknown> }> {
-  return new Promise((resolve, reject) => {
-    const headers: Record<string, string> = { authorization: `Bearer ${token}` };
-    if (body !== undefined) {
-      headers['content-type'] = 'application/octet-stream';
-      headers['content-length'] = String(body.length);
-    }
-    const req = request(
-      {
-        host: '127.0.0.1',
-        port: petreld.webPort as number,
-        method,
-        path: url,
-        headers,
-        ca: cacert,
-        agent: false,
-      },
-      (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('end', () => {
-          try {
-            const json = JSON.parse(Buffer.concat(chunks).toString('utf8'));
-            checkResponse(method, template, res.statusCode as number, json);
-            resolve({ status: res.statusCode as number, json });
-          } catch (e) {
-            reject(e);
-          }
-        });
-      },
-    );
-    req.on('error', reject);
-    req.end(body);
-  });
-}
+let web: WebClient;
+const call = async (method: string, url: string, template: string, body?: Buffer) => {
+  const reply = await web.call(method, url, template, body);
+  return { status: reply.status, json: reply.json as Record<string, unknown> };
+};
 
 const error = (reply: { json: Record<string, unknown> }) =>
   reply.json.error as { code: string; message: string; exit: number };
@@ -112,8 +47,7 @@ beforeAll(async () => {
     {},
     { web: true },
   );
-  cacert = await readFile(path.join(petreld.ca, 'cacert.pem'));
-  token = await mint();
+  web = await webClient(petreld, await mintToken(petreld, 'alice', 'ci'));
   oldImage = await readFile(canaryImage);
   newImage = Buffer.concat([oldImage, Buffer.from('replacement v2')]);
   newFile = path.join(petreld.dir, 'canary-v2.hvt');
@@ -129,16 +63,8 @@ beforeAll(async () => {
     ['alice', 'web'],
     ['alice', 'tls'],
     ['dora', 'small'],
-  ] as const) {
-    const answer = await petreld.remote(who).request(parseName(vm), {
-      type: 'unikernel-create',
-      force: false,
-      release: '2.7',
-      config: await canaryConfig(canaryImage, ['wait', vm], { memory: 16 }),
-    });
-    if (!answer.ok || answer.value.kind !== 'reply')
-      throw new Error(`create ${vm}: ${JSON.stringify(answer)}`);
-  }
+  ] as const)
+    await createCanary(petreld, who, vm, ['wait', vm]);
 }, 60_000);
 afterAll(async () => {
   health?.close();
@@ -149,16 +75,7 @@ describe('replace over TLS and over the web API', () => {
   it('petrel replace --remote: petreld runs the check; a pass keeps the new image', {
     timeout: 60_000,
   }, async () => {
-    const remote = [
-      '--remote',
-      `127.0.0.1:${petreld.port}`,
-      '--ca',
-      path.join(petreld.ca, 'cacert.pem'),
-      '--cert',
-      path.join(petreld.ca, 'alice.pem'),
-      '--key',
-      path.join(petreld.ca, 'alice.key'),
-    ];
+    const remote = remoteFlags(petreld, 'alice');
     const run = await petrel(['replace', 'tls', newFile, '--console-line', '^petrel-canary tls$', ...remote]);
     expect(run.stderr).toBe('');
     expect(run.code).toBe(0);
@@ -186,20 +103,14 @@ describe('replace over TLS and over the web API', () => {
     timeout: 60_000,
   }, async () => {
     // dora may use 24 MB; create's default is 32, her unikernel's configuration 16.
+    const remote = remoteFlags(petreld, 'dora');
     const run = await petrel([
       'replace',
       'small',
       newFile,
       '--console-line',
       '^petrel-canary small$',
-      '--remote',
-      `127.0.0.1:${petreld.port}`,
-      '--ca',
-      path.join(petreld.ca, 'cacert.pem'),
-      '--cert',
-      path.join(petreld.ca, 'dora.pem'),
-      '--key',
-      path.join(petreld.ca, 'dora.key'),
+      ...remote,
     ]);
     expect(run.stderr).toBe('');
     expect(run.stdout).toMatch(/^replaced unikernel dora:small: /u);
@@ -212,14 +123,7 @@ describe('replace over TLS and over the web API', () => {
       'x',
       '--mem',
       '32',
-      '--remote',
-      `127.0.0.1:${petreld.port}`,
-      '--ca',
-      path.join(petreld.ca, 'cacert.pem'),
-      '--cert',
-      path.join(petreld.ca, 'dora.pem'),
-      '--key',
-      path.join(petreld.ca, 'dora.key'),
+      ...remote,
     ]);
     expect(bigger.code).not.toBe(0);
     expect(bigger.stderr).toMatch(/32 MB memory assigned to unikernel exceeds policy \(24MB\)/u);

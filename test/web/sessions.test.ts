@@ -14,6 +14,7 @@ import {
   type WebReply,
   webRequest,
 } from '../tls/petreld.js';
+import { sessionOf, signIn as signInTo } from './client.js';
 import { checkResponse } from './openapi.js';
 
 let petreld: Petreld;
@@ -21,25 +22,10 @@ let token: string;
 
 const json = (reply: WebReply) => JSON.parse(reply.text) as Record<string, unknown>;
 const code = (reply: WebReply) => (json(reply).error as { code: string }).code;
-const cookieOf = (reply: WebReply): string => {
-  const set = reply.headers['set-cookie'];
-  return String(Array.isArray(set) ? set[0] : set).split(';')[0] as string;
-};
+const cookieOf = (reply: WebReply): string => sessionOf(reply).cookie;
 const running = () => [...petreld.daemon.engine.running].sort();
 
-async function signIn(text: string, localAddress?: string): Promise<WebReply> {
-  const body = JSON.stringify({ token: text });
-  const reply = await webRequest(
-    petreld,
-    'POST',
-    '/api/v1/session',
-    { 'content-type': 'application/json' },
-    body,
-    localAddress,
-  );
-  checkResponse('POST', '/api/v1/session', reply.status, json(reply));
-  return reply;
-}
+const signIn = (text: string, localAddress?: string) => signInTo(petreld, text, localAddress);
 
 const createByTls = (vm: string, args = ['wait', vm]) => createCanary(petreld, 'alice', vm, args);
 
@@ -111,9 +97,7 @@ describe('browser sessions of the web API', () => {
   });
 
   it('refuses a cookie change without its CSRF token (403), changing nothing; with it, the change is made', async () => {
-    const reply = await signIn(token);
-    const cookie = cookieOf(reply);
-    const csrf = String(json(reply).csrf);
+    const { cookie, csrf } = sessionOf(await signIn(token));
     const before = petreld.logs.filter((l) => l.event === 'web.audit').length;
     const bare = await webRequest(petreld, 'DELETE', '/api/v1/unikernels/s1', { cookie });
     expect(bare.status).toBe(403);

@@ -10,7 +10,7 @@ import {
   encodeWire,
 } from '../../src/wire/index.js';
 import type { Wire } from '../../src/wire/types.js';
-import { cmd, data, failed, H, hex, MINIMAL_CONFIG, name, tlv, wire } from './helpers.js';
+import { cmd, createWire, data, failed, H, hex, MINIMAL_CONFIG, name, tlv, wire } from './helpers.js';
 
 /** A message `:foo` whose payload is the given hex (lengths computed). */
 const message = (...payload: string[]) => hex(tlv('30', H.foo, ...payload));
@@ -297,16 +297,7 @@ describe('decoding accepts what Albatross accepts', () => {
 });
 
 describe('encoding refuses values that have no encoding', () => {
-  const create = (config: object): Wire =>
-    wire(
-      ':hello',
-      cmd({
-        type: 'unikernel-create',
-        force: false,
-        release: '2.7',
-        config: { ...MINIMAL_CONFIG, ...config },
-      }),
-    );
+  const create = (config: object): Wire => createWire(':hello', config);
 
   test.each([
     ['a fractional memory', create({ memory: 1.5 }), /not a safe integer/],

@@ -16,19 +16,11 @@ import {
   splitFrames,
 } from '../../src/wire/index.js';
 import { keptHere } from '../memory.js';
-import { cmd, failed, hex, MINIMAL_CONFIG, ok, reply, toHex, wire } from './helpers.js';
+import { cmd, createWire, failed, hex, ok, reply, toHex, wire } from './helpers.js';
 
 const messages = [
   wire(':foo', cmd({ type: 'unikernel-destroy' })),
-  wire(
-    ':hello',
-    cmd({
-      type: 'unikernel-create',
-      force: false,
-      release: '2.7',
-      config: { ...MINIMAL_CONFIG, image: new Uint8Array(300).fill(7) },
-    }),
-  ),
+  createWire(':hello', { image: new Uint8Array(300).fill(7) }),
   wire('user:', reply({ type: 'string', text: 'x'.repeat(200) })),
 ];
 const image = Uint8Array.from({ length: 1000 }, (_, i) => i & 0xff);

@@ -50,6 +50,13 @@ export const wire = (nameText: string, payload: Payload, sequence = 0n): Wire =>
   payload,
 });
 export const cmd = (command: Command): Payload => ({ kind: 'command', command });
+
+/** A 2.7 create of `name` whose configuration is MINIMAL_CONFIG changed by `change`. */
+export const createWire = (nameText: string, change: object): Wire =>
+  wire(
+    nameText,
+    cmd({ type: 'unikernel-create', force: false, release: '2.7', config: { ...MINIMAL_CONFIG, ...change } }),
+  );
 export const reply = (value: Reply): Payload => ({ kind: 'reply', reply: value });
 export const data = (value: Data): Payload => ({ kind: 'data', data: value });
 
