@@ -53,7 +53,8 @@ export interface Deployment {
  *   place     assign it to `node` (state placing): a (re-)placement, `generation` the new one;
  *   unplaced  no node qualifies (`reason` per node): its node is cleared;
  *   wait      its node is lost and it may not move (pinned, block devices): it keeps its node;
- *   retire    its deployment no longer asks for it (removed, or fewer replicas): the row goes.
+ *   retire    its deployment no longer asks for it (removed, or fewer replicas): the row goes;
+ *   expire    its delegation expired or was revoked: stopped where it is, never placed again.
  */
 export type Decision = ReplicaKey &
   (
@@ -61,6 +62,7 @@ export type Decision = ReplicaKey &
     | { readonly kind: 'unplaced'; readonly generation: number; readonly reason: string }
     | { readonly kind: 'wait'; readonly generation: number; readonly reason: string }
     | { readonly kind: 'retire'; readonly generation: number }
+    | { readonly kind: 'expire'; readonly generation: number; readonly reason: string }
   );
 
 /** What a node reports of a replica it holds. */
@@ -320,7 +322,7 @@ const since = (state: string) => `since = CASE WHEN a.state = ${state} THEN a.si
 const MOVABLE = `a.state NOT IN ('refused', 'expired')`;
 
 /** Each decision's statement: $1 name, $2 index, $3 generation, $4 node (place) or reason
- * (unplaced, wait). A row it returns is a write done; none, a refusal (explained by `refusal`). */
+ * (unplaced, wait, expire). A row it returns is a write done; none, a refusal (explained by `refusal`). */
 const DECISION_SQL: Readonly<Record<Decision['kind'], string>> = {
   place: `UPDATE assignments a SET node = $4, generation = $3, state = 'placing', since = now(), reason = NULL
     FROM deployments d
@@ -333,6 +335,8 @@ const DECISION_SQL: Readonly<Record<Decision['kind'], string>> = {
   wait: `UPDATE assignments a SET state = 'waiting', ${since(`'waiting'`)}, reason = $4
     WHERE a.name = $1 AND a.index = $2 AND a.generation = $3 AND ${MOVABLE} AND a.node IS NOT NULL
     RETURNING a.index`,
+  expire: `UPDATE assignments a SET state = 'expired', ${since(`'expired'`)}, reason = $4
+    WHERE a.name = $1 AND a.index = $2 AND a.generation = $3 AND a.state <> 'refused' RETURNING a.index`,
   retire: `DELETE FROM assignments a USING deployments d
     WHERE a.name = $1 AND a.index = $2 AND a.generation = $3 AND d.name = a.name
       AND (d.removal_proof IS NOT NULL OR a.index >= d.replicas)
@@ -352,7 +356,8 @@ interface StoredReplica {
 /** Why DECISION_SQL wrote nothing for `d`, given the row as it is now (undefined: none). */
 function refusal(d: Decision, s: StoredReplica | undefined): string {
   if (s === undefined) return 'it has no assignment';
-  if (s.state === 'refused' || s.state === 'expired') return `it is ${s.state} and never placed again`;
+  if (s.state === 'refused' || (s.state === 'expired' && d.kind !== 'expire'))
+    return `it is ${s.state}, which is final`;
   if (d.kind === 'place') {
     if (s.removed) return 'its deployment is removed';
     if (d.index >= s.replicas) return `its deployment has ${s.replicas} replicas`;

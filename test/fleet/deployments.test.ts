@@ -287,6 +287,30 @@ describeWithPostgres('the registry’s deployment tables', (pg) => {
     });
   });
 
+  it('stops an expired replica where it is and never places it again', async () => {
+    const { pool } = await pg.schema();
+    await deployed(pool, request('alice:web', { replicas: 1 }));
+    expect(await applyAssignments(pool, [place('alice:web', 0, 'node-a', 1)])).toMatchObject({ ok: true });
+    const expire: Decision = {
+      kind: 'expire',
+      name: 'alice:web',
+      index: 0,
+      generation: 1,
+      reason: 'revoked',
+    };
+    expect(await applyAssignments(pool, [expire])).toMatchObject({ ok: true });
+    expect(await readAssignments(pool)).toMatchObject({
+      ok: true,
+      value: [{ node: 'node-a', generation: 1, state: 'expired', reason: 'revoked' }],
+    });
+    expect(await applyAssignments(pool, [place('alice:web', 0, 'node-b', 2)])).toMatchObject({
+      ok: false,
+      error: { message: expect.stringMatching(/it is expired, which is final/) },
+    });
+    const held = { name: 'alice:web', index: 0, node: 'node-a', generation: 1 };
+    expect(await markReplicaState(pool, held, { state: 'running' })).toEqual({ ok: true, value: false });
+  });
+
   it('holds a lease for one holder at a time, renewed by it and taken over after expiry', async () => {
     const { pool } = await pg.schema();
     const takers = await Promise.all(['a', 'b', 'c', 'd'].map((h) => takeLease(pool, 'leader', h, 400)));
