@@ -90,8 +90,9 @@ export const DEFAULT_RESERVATION_MS = 120_000;
 
 /** How many prefiltered rows the placement query returns (the best by the choice rule first). */
 const PREFILTER_LIMIT = 8;
-/** Key of the advisory lock placements decide under (arbitrary, fixed: "petrelpl"). */
-const PLACEMENT_LOCK = 0x706574726c706cn;
+/** Key of the advisory lock placements decide under (arbitrary, fixed: "petrelpl"); deployments'
+ * assignments are written under it too (deployments.ts). */
+export const PLACEMENT_LOCK = 0x706574726c706cn;
 
 // A quantity of the resources column as the pure code reads it: a number, else 0 (never a cast
 // error on a hand-written row).

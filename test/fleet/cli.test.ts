@@ -41,10 +41,10 @@ describeWithPostgres('petrel fleet', (pg) => {
     const first = await petrel('fleet', 'migrate', '--db', url);
     expect(first).toMatchObject({ code: 0, err: '' });
     expect(first.out).toBe(
-      'applied 001_nodes\napplied 002_placements\napplied 003_capacity\napplied 004_revocations\napplied 005_web_origin\nschema up to date (5 applied now, 0 before)\n',
+      'applied 001_nodes\napplied 002_placements\napplied 003_capacity\napplied 004_revocations\napplied 005_web_origin\napplied 006_deployments\nschema up to date (6 applied now, 0 before)\n',
     );
     expect((await petrel('fleet', 'migrate', '--db', url)).out).toBe(
-      'schema up to date (0 applied now, 5 before)\n',
+      'schema up to date (0 applied now, 6 before)\n',
     );
   });
 

@@ -28,7 +28,7 @@ describeWithPostgres('fleet migrations', (pg) => {
   it('apply to an empty database in order, with the schema of the issue', async () => {
     const { pool } = await pg.schema({ migrated: false });
     const migrations = await shipped();
-    expect(migrations.map((m) => m.version)).toEqual([1, 2, 3, 4, 5]);
+    expect(migrations.map((m) => m.version)).toEqual([1, 2, 3, 4, 5, 6]);
     const outcome = await migrate(pool, migrations);
     expect(outcome).toMatchObject({ ok: true, value: { alreadyApplied: 0 } });
     if (outcome.ok)
@@ -38,6 +38,7 @@ describeWithPostgres('fleet migrations', (pg) => {
         'capacity',
         'revocations',
         'web_origin',
+        'deployments',
       ]);
 
     const recorded = await pool.query('SELECT version, name FROM petrel_migrations ORDER BY version');
@@ -47,6 +48,7 @@ describeWithPostgres('fleet migrations', (pg) => {
       { version: 3, name: 'capacity' },
       { version: 4, name: 'revocations' },
       { version: 5, name: 'web_origin' },
+      { version: 6, name: 'deployments' },
     ]);
     const caps = await pool.query(
       `SELECT data_type, column_default, is_nullable FROM information_schema.columns
@@ -67,6 +69,30 @@ describeWithPostgres('fleet migrations', (pg) => {
     expect(await columns('placements')).toEqual(['id', 'vm', 'node', 'at', 'by']);
     expect(await columns('revocations')).toEqual(['seq', 'id', 'label', 'at']);
     expect(await columns('reservations')).toEqual(['id', 'node', 'vm', 'memory_mib', 'at', 'expires_at']);
+    expect(await columns('images')).toEqual(['sha256', 'size', 'bytes', 'stored_at']);
+    expect(await columns('deployments')).toEqual([
+      'name',
+      'replicas',
+      'image',
+      'command',
+      'requirements',
+      'block_devices',
+      'node',
+      'proof',
+      'created_at',
+      'removal_proof',
+      'removed_at',
+    ]);
+    expect(await columns('assignments')).toEqual([
+      'name',
+      'index',
+      'node',
+      'generation',
+      'state',
+      'since',
+      'reason',
+    ]);
+    expect(await columns('leases')).toEqual(['key', 'holder', 'expires_at']);
     expect(await columns('nodes')).toEqual([
       'id',
       'address',
@@ -84,11 +110,11 @@ describeWithPostgres('fleet migrations', (pg) => {
     const migrations = await shipped();
     const [a, b] = await Promise.all([migrate(pool, migrations), migrate(pool, migrations)]);
     const applied = [a, b].map((r) => (r.ok ? r.value.applied.length : -1)).sort();
-    expect(applied).toEqual([0, 5]);
+    expect(applied).toEqual([0, 6]);
     const before = await schema(pool);
     expect(await migrate(pool, migrations)).toMatchObject({
       ok: true,
-      value: { applied: [], alreadyApplied: 5 },
+      value: { applied: [], alreadyApplied: 6 },
     });
     expect(await schema(pool)).toEqual(before);
   });
