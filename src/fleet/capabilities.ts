@@ -1,4 +1,4 @@
-// What a node stores in the registry: the probe's capability report (issue 8), the runtimes it
+// What a node stores in the registry: the probe's capability report, the runtimes it
 // serves, and its capacity; how stored JSON is read back, where anything absent or malformed is false.
 
 import { err, ok, type PetrelError, type Result } from '../resources/errors.js';

@@ -44,7 +44,7 @@ export interface ReporterOptions {
   readonly address: string;
   /** `https://HOST:PORT` where browsers reach this node's web API (webAddress); '' or none: no web API. */
   readonly webOrigin?: string;
-  /** Probes the host afresh (issue 8's capability probe). */
+  /** Probes the host afresh (the capability probe petreld runs at start). */
   readonly probe: () => Promise<CapabilityReport>;
   /** `--runtimes`: what the node hosts (empty for none); it serves those the probe finds usable. */
   readonly runtimes: readonly TenderKind[];

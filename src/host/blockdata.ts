@@ -70,7 +70,7 @@ export async function replaceBlockData(
     await fsyncDir(path.dirname(file.value));
     return ok(undefined);
   } catch (cause) {
-    // Albatross' text, with the errno when the disk or quota is full (issue 23): the user's fix.
+    // Albatross' text, with the errno when the disk or quota is full: the user's fix.
     const code = (cause as NodeJS.ErrnoException).code;
     const full = code === 'ENOSPC' || code === 'EDQUOT';
     return err('E_BLOCK_WRITE', `error writing to file descriptor${full ? ` (${code})` : ''}`, {

@@ -1,4 +1,4 @@
-// The host side of tender jails (issue 22): which files a tender loads (its ELF interpreter's
+// The host side of tender jails (docs/threat-model.md): which files a tender loads (its ELF interpreter's
 // `--list`, or a script's interpreter), where cgroups go on this host, block files handed back
 // to root and jail cgroups removed once a unikernel is gone, and the processes that run under
 // an id of the range (the preflight's check). The jail itself is native/build/petrel-jail.

@@ -68,7 +68,7 @@ export const SESSION_DEFAULTS = {
 export const SMALL_HANDSHAKE = 16 * 1024;
 /**
  * The largest handshake: a Certificate message of up to 16 MiB (the certificate-list limit
- * petreld sets, issue 21) with its record overhead and the rest of the client's flight.
+ * petreld sets against floods) with its record overhead and the rest of the client's flight.
  */
 export const LARGE_HANDSHAKE = 16 * 1024 * 1024 + 256 * 1024;
 

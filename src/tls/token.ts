@@ -1,4 +1,4 @@
-// Bearer tokens of the web API (issue 24): a leaf certificate signed by a delegation's key
+// Bearer tokens of the web API: a leaf certificate signed by a delegation's key
 // (pki.ts issueToken), carried with the delegation's chain as text; verified as a TLS client's
 // chain is (chain.ts, with the token purpose) and read into the same delegation (identity.ts).
 
