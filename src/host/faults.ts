@@ -1,5 +1,5 @@
-// Write faults for tests, so a full disk or quota can be played at any write: every place Petrel writes to the state or run directory asks
-// here first, and a test (or test/daemon/launch.mjs, from PETREL_TEST_WRITE_FAULT) may answer
+// Write faults for tests, so that a full disk or quota can be played at any write: every place
+// Petrel writes to the state or run directory asks here first, and a test (or test/daemon/launch.mjs, from PETREL_TEST_WRITE_FAULT) may answer
 // with an error carrying a real errno (ENOSPC, EDQUOT), thrown where the system call would be.
 // Nothing is injected unless a test installs an injector.
 
