@@ -1,7 +1,8 @@
 // Free space of the state directory, so that a full disk refuses new work before it can break
 // committed state: what creates, block devices and image streams may still take, and the
-// reserve that lets freeing commands commit on a full disk. Block files are sparse; their unwritten part counts as taken (their full size is promised to the guest),
-// so only something outside Petrel filling the disk can make a guest meet ENOSPC.
+// reserve that lets freeing commands commit on a full disk. Block files are sparse; their
+// unwritten part counts as taken (their full size is promised to the guest), so only something
+// outside Petrel filling the disk can make a guest meet ENOSPC.
 
 import { closeSync, constants, openSync, writeSync } from 'node:fs';
 import { readdir, stat, statfs } from 'node:fs/promises';
