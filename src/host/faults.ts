@@ -1,6 +1,7 @@
 // Write faults for tests, so that a full disk or quota can be played at any write: every place
-// Petrel writes to the state or run directory asks here first, and a test (or test/daemon/launch.mjs, from PETREL_TEST_WRITE_FAULT) may answer
-// with an error carrying a real errno (ENOSPC, EDQUOT), thrown where the system call would be.
+// Petrel writes to the state or run directory asks here first, and a test (or
+// test/daemon/launch.mjs, from PETREL_TEST_WRITE_FAULT) may answer with an error carrying a real
+// errno (ENOSPC, EDQUOT), thrown where the system call would be.
 // Nothing is injected unless a test installs an injector.
 
 /** Where a write happens. `replace:*` and `append:*` are the file thread's steps. */
