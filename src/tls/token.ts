@@ -6,7 +6,13 @@ import { createHash } from 'node:crypto';
 import { err, ok, type Result } from '../resources/errors.js';
 import { type Path, parseLabel } from '../resources/name.js';
 import { type LeafPurpose, parseCertificate } from './certs.js';
-import { MAX_CHAIN, type TrustAnchor, verifyClientChain } from './chain.js';
+import {
+  MAX_CHAIN,
+  type PathCertificate,
+  type TrustAnchor,
+  type VerifiedPath,
+  verifyClientChain,
+} from './chain.js';
 import type { TlsError } from './errors.js';
 import { type ChainPolicy, checkChainPolicies, delegationOf } from './identity.js';
 
@@ -81,6 +87,18 @@ export function certificateId(der: Uint8Array): string {
   return createHash('sha256').update(der).digest('hex').slice(0, 32);
 }
 
+/** The first certificate of a verified path, leaf first, whose id `revoked` names; or null. */
+export function revokedOn(
+  path: VerifiedPath,
+  revoked: (id: string) => boolean,
+): { readonly cert: PathCertificate; readonly id: string } | null {
+  for (const cert of path) {
+    const id = certificateId(cert.der);
+    if (revoked(id)) return { cert, id };
+  }
+  return null;
+}
+
 /** petreld's deny-list, in its state directory (`petrel ca revoke` appends to it). */
 export const DENY_LIST_FILE = 'web-deny-list';
 
@@ -143,12 +161,11 @@ export function verifyToken(
   }
   const [leaf, ...issuers] = path.value;
   if (leaf === undefined) return err('E_TOKEN_MALFORMED', 'the token holds no certificate');
-  for (const cert of path.value) {
-    const id = certificateId(cert.der);
-    if (revoked(id)) {
-      const what = cert === leaf ? `the token ${leaf.commonName ?? ''}` : `its delegation ${cert.subject}`;
-      return err('E_TOKEN_REVOKED', `${what} is revoked (id ${id})`, { id });
-    }
+  const denied = revokedOn(path.value, revoked);
+  if (denied !== null) {
+    const { cert, id } = denied;
+    const what = cert === leaf ? `the token ${leaf.commonName ?? ''}` : `its delegation ${cert.subject}`;
+    return err('E_TOKEN_REVOKED', `${what} is revoked (id ${id})`, { id });
   }
   const name = leaf.commonName === null ? null : parseLabel(leaf.commonName);
   if (name === null || !name.ok) return err('E_TOKEN_MALFORMED', 'the token has no valid name');
