@@ -46,19 +46,28 @@ export function parseToken(text: string): Result<Uint8Array[], TlsError> {
   if (!text.startsWith(TOKEN_PREFIX)) return err('E_TOKEN_MALFORMED', `a token begins with ${TOKEN_PREFIX}`);
   const body = text.slice(TOKEN_PREFIX.length);
   if (!BASE64URL.test(body)) return err('E_TOKEN_MALFORMED', 'the token holds characters outside base64url');
-  const bytes = new Uint8Array(Buffer.from(body, 'base64url'));
+  return splitCertificates(new Uint8Array(Buffer.from(body, 'base64url')), 'the token', 'E_TOKEN_MALFORMED');
+}
+
+/**
+ * DER certificates laid end to end, leaf first, then its delegation's chain (a token's body, a
+ * deployment proof): at least two, fewer than MAX_CHAIN; otherwise what is wrong, about `what`.
+ */
+export function splitCertificates(
+  bytes: Uint8Array,
+  what: string,
+  code: 'E_TOKEN_MALFORMED' | 'E_DEPLOY_MALFORMED',
+): Result<Uint8Array[], TlsError> {
   const ders: Uint8Array[] = [];
   for (let at = 0; at < bytes.length; ) {
-    if (ders.length >= MAX_CHAIN - 1) {
-      return err('E_TOKEN_MALFORMED', `the token holds more than ${MAX_CHAIN - 1} certificates`);
-    }
+    if (ders.length >= MAX_CHAIN - 1)
+      return err(code, `${what} holds more than ${MAX_CHAIN - 1} certificates`);
     const end = sequenceEnd(bytes, at);
-    if (end === null)
-      return err('E_TOKEN_MALFORMED', `the token's certificate ${ders.length} is cut or not DER`);
+    if (end === null) return err(code, `${what}'s certificate ${ders.length} is cut or not DER`);
     ders.push(bytes.subarray(at, end));
     at = end;
   }
-  if (ders.length < 2) return err('E_TOKEN_MALFORMED', 'the token holds no delegation chain');
+  if (ders.length < 2) return err(code, `${what} holds no delegation chain`);
   return ok(ders);
 }
 
