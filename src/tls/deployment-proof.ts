@@ -40,7 +40,7 @@ import {
 import { readCertificate } from './der.js';
 import type { TlsError, TlsErrorCode } from './errors.js';
 import { type ChainPolicy, checkChainPolicies, delegationOf } from './identity.js';
-import { type Issuer, issueDelegatedLeaf } from './pki.js';
+import { type Issuer, issueDelegatedLeaf, selfSigned } from './pki.js';
 import { certificateId, revokedOn, splitCertificates } from './token.js';
 
 export { PROOF_EXTENSION_OID, type ProofRequest, type ProofRequirements } from './deployment-payload.js';
@@ -247,7 +247,7 @@ function chainRefusal(error: TlsError, what: string): Result<never, TlsError> {
 function issuerPath(
   delegation: Issuer,
 ): Result<{ path: Path; policies: readonly ChainPolicy[] }, PetrelError> {
-  const views = delegation.chain.filter((c) => c.subject !== c.issuer).map((c) => viewOf(c));
+  const views = delegation.chain.filter((c) => !selfSigned(c)).map((c) => viewOf(c));
   if (views.length === 0) {
     return err('E_PKI_NAME', 'a proof is signed by a delegation, not by the CA itself');
   }
