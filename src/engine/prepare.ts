@@ -3,11 +3,11 @@
 // force-create or restart runs this BEFORE the old unikernel is stopped (Petrel (b)).
 
 import type { ImageRef, StagedImage } from '../host/images.js';
-import { err, ok, type PetrelError, type Result, unwrap } from '../resources/errors.js';
-import { type Label, parseLabel } from '../resources/name.js';
+import { err, ok, type PetrelError, type Result } from '../resources/errors.js';
 import type { Allocation } from '../resources/tree.js';
 import { readSolo5NotesFromFile, type TenderKind, tenderKindOf } from '../tender/elf.js';
 import { checkManifestDevices } from '../tender/manifest.js';
+import { allocationOf, hostBridge } from '../wire/allocation.js';
 import type { KeptConfig } from '../wire/petrel-state.js';
 import type { EngineHost } from './host-types.js';
 import { unsupportedType } from './replies.js';
@@ -58,32 +58,7 @@ export interface Prepared {
   readonly allocation: Allocation;
 }
 
-export const hostBridge = (net: { netif: string; bridge: string | null }): string => net.bridge ?? net.netif;
-export const hostBlock = (block: { device: string; hostDevice: string | null }): string =>
-  block.hostDevice ?? block.device;
-
-/** The label of a block device's host name (checked by `allocationOf` before any use). */
-export function blockLabel(block: { device: string; hostDevice: string | null }): Label {
-  return unwrap(parseLabel(hostBlock(block)));
-}
-
-/** What the unikernel takes from the resource tree; block names must be labels. */
-export function allocationOf(config: KeptConfig): Result<Allocation, PetrelError> {
-  const blocks: Label[] = [];
-  for (const block of config.blocks) {
-    const label = parseLabel(hostBlock(block));
-    if (!label.ok) {
-      return err('E_BLOCK_NAME', `invalid block device name ${JSON.stringify(hostBlock(block))}`);
-    }
-    blocks.push(label.value);
-  }
-  return ok({
-    memory: config.memory,
-    cpuids: config.cpuids,
-    bridges: config.bridges.map(hostBridge),
-    blocks,
-  });
-}
+export { allocationOf, blockLabel, hostBlock, hostBridge } from '../wire/allocation.js';
 
 /**
  * The image received (inflated and digested while staged) or checked again, its ABI note →

@@ -48,8 +48,22 @@ const OID = {
  */
 export const TOKEN_PURPOSE = '2.25.18204196454466538365762829139089319236';
 
-/** What a path's leaf is for: a mutual-TLS client, or a web API bearer token. */
-export type LeafPurpose = 'tls-client' | 'token';
+/**
+ * The extended key usage of a fleet deployment proof's leaf (deployment-proof.ts): an OID under
+ * 2.25 as the token's, from UUID 6f1c3e2a-9b47-4d5e-8a21-c3f0b7d4e918. Only such a leaf carries
+ * it, and it carries nothing else, so neither a TLS client's leaf nor a token (nor any other
+ * certificate a delegation signed) passes for a proof, nor a proof for either of them.
+ */
+export const DEPLOYMENT_PURPOSE = '2.25.147690952729199264690257601551995824408';
+
+/** What a path's leaf is for: a mutual-TLS client, a web API bearer token, a deployment proof. */
+export type LeafPurpose = 'tls-client' | 'token' | 'deployment';
+
+/** The purposes a leaf must carry alone and exactly, with what such a leaf is called. */
+const EXACT_PURPOSES: Readonly<Record<Exclude<LeafPurpose, 'tls-client'>, { oid: string; what: string }>> = {
+  token: { oid: TOKEN_PURPOSE, what: 'a web API token' },
+  deployment: { oid: DEPLOYMENT_PURPOSE, what: 'a fleet deployment proof' },
+};
 
 /** Critical extensions this verifier understands; any other critical one makes a certificate unusable. */
 const PROCESSED_CRITICAL: ReadonlySet<string> = new Set([
@@ -248,10 +262,11 @@ export function checkLeafUsage(
     return err('E_TLS_KEY_USAGE', `client certificate ${cert.subject} may not sign (no digitalSignature)`);
   }
   const eku = f.extKeyUsage;
-  if (purpose === 'token') {
+  if (purpose !== 'tls-client') {
     // Positive and exact: absent or anyExtendedKeyUsage would let any leaf of the chain pass.
-    if (f.ca || eku === null || eku.length !== 1 || eku[0] !== TOKEN_PURPOSE) {
-      return err('E_TLS_KEY_USAGE', `certificate ${cert.subject} is not a web API token`);
+    const { oid, what } = EXACT_PURPOSES[purpose];
+    if (f.ca || eku === null || eku.length !== 1 || eku[0] !== oid) {
+      return err('E_TLS_KEY_USAGE', `certificate ${cert.subject} is not ${what}`);
     }
     return ok(undefined);
   }

@@ -59,7 +59,21 @@ export type TlsErrorCode =
   /** A web API token past its expiry. */
   | 'E_TOKEN_EXPIRED'
   /** A web API token, or a certificate on its path, on petreld's deny-list. */
-  | 'E_TOKEN_REVOKED';
+  | 'E_TOKEN_REVOKED'
+  /** A fleet deployment proof that is not one: not DER certificates, no payload, no create (deployment-proof.ts). */
+  | 'E_DEPLOY_MALFORMED'
+  /** A proof whose chain does not verify: a bad signature, another purpose (a token, a TLS client), a broken chain. */
+  | 'E_DEPLOY_FORGED'
+  /** A proof signed under another CA than the node's. */
+  | 'E_DEPLOY_FOREIGN_CA'
+  /** A registry row that differs from what its proof signed (the field is named). */
+  | 'E_DEPLOY_ALTERED'
+  /** A proof or its delegation past its expiry (or, for a wrong clock, not valid yet). */
+  | 'E_DEPLOY_EXPIRED'
+  /** A proof, or a certificate of its chain, on the deny-list. */
+  | 'E_DEPLOY_REVOKED'
+  /** A deployment its delegation may not ask for: a name outside its path, more than its policy allows. */
+  | 'E_DEPLOY_POLICY';
 
 export type TlsError = PetrelError<TlsErrorCode>;
 

@@ -8,7 +8,7 @@ import { type Name, nameAsPath, parseLabel, printPath } from '../resources/name.
 import { isSubPolicy, list, missing, type Policy, usable } from '../resources/policy.js';
 import { ALBATROSS_OID, encodeCertExtension } from '../wire/index.js';
 import type { Command } from '../wire/types.js';
-import { TOKEN_PURPOSE, viewOf } from './certs.js';
+import { DEPLOYMENT_PURPOSE, TOKEN_PURPOSE, viewOf } from './certs.js';
 import { keyIdentifier, readCertificate } from './der.js';
 import {
   type AltName,
@@ -35,7 +35,7 @@ export const ON_THE_FLY_MS = 300_000;
 
 export const DEFAULT_DAYS = { ca: 3650, server: 365, delegation: 365, command: 1 } as const;
 
-export type Profile = 'root' | 'server' | 'delegation' | 'command' | 'token';
+export type Profile = 'root' | 'server' | 'delegation' | 'command' | 'token' | 'deployment';
 
 /** A CA that signs: its certificate first, then those above it that are not self-signed. */
 export interface Issuer {
@@ -82,6 +82,8 @@ export interface IssueParams {
   readonly command?: Command;
   /** Names and addresses a server certificate is for (subjectAltName), as browsers require. */
   readonly altNames?: readonly AltName[];
+  /** Extensions of its own, after the command's (a deployment proof's payload, as signed). */
+  readonly extensions?: readonly Extension[];
   /** Absent for the self-signed root: then `signingKey` signs and the subject is the issuer. */
   readonly issuer?: Issuer;
   readonly signingKey?: KeyPair;
@@ -100,16 +102,12 @@ export async function issue(params: IssueParams): Promise<Issued> {
     if (!value.ok) throw new Error(`cannot encode the certificate command: ${value.error.message}`);
     extensions.push({ oid: ALBATROSS_OID, critical: false, value: value.value });
   }
+  extensions.push(...(params.extensions ?? []));
   const ca = params.profile === 'root' || params.profile === 'delegation';
   extensions.push({ oid: OID.keyUsage, critical: true, value: keyUsage(ca ? CA_USAGE : END_ENTITY_USAGE) });
   extensions.push({ oid: OID.basicConstraints, critical: true, value: basicConstraints(ca) });
-  if (params.profile === 'server' || params.profile === 'command' || params.profile === 'token') {
-    const purpose =
-      params.profile === 'server'
-        ? OID.serverAuth
-        : params.profile === 'token'
-          ? TOKEN_PURPOSE
-          : OID.clientAuth;
+  const purpose = PURPOSES[params.profile];
+  if (purpose !== null) {
     extensions.push({ oid: OID.extKeyUsage, critical: true, value: extendedKeyUsage([purpose]) });
   }
   if (params.altNames !== undefined && params.altNames.length > 0) {
@@ -149,6 +147,16 @@ export async function issue(params: IssueParams): Promise<Issued> {
   return issued;
 }
 
+/** The one extended key usage of each profile's certificates; CAs have none. */
+const PURPOSES: Readonly<Record<Profile, string | null>> = {
+  root: null,
+  delegation: null,
+  server: '1.3.6.1.5.5.7.3.1',
+  command: '1.3.6.1.5.5.7.3.2',
+  token: TOKEN_PURPOSE,
+  deployment: DEPLOYMENT_PURPOSE,
+};
+
 const OID = {
   keyUsage: '2.5.29.15',
   basicConstraints: '2.5.29.19',
@@ -156,8 +164,6 @@ const OID = {
   subjectKeyId: '2.5.29.14',
   authorityKeyId: '2.5.29.35',
   subjectAltName: '2.5.29.17',
-  serverAuth: '1.3.6.1.5.5.7.3.1',
-  clientAuth: '1.3.6.1.5.5.7.3.2',
 } as const;
 
 /** The issuer's subject exactly as its certificate encodes it. */
@@ -323,8 +329,6 @@ export async function issueDelegation(
 /**
  * A web API bearer token's leaf (token.ts): CN the token's name, valid from 10 s ago until
  * `expires`, the token purpose as its only extended key usage, signed by the delegation's key.
- * Its own key pair is fresh and thrown away: a bearer token is used by showing it, never by
- * proving a key, and no one can sign with a key that no longer exists.
  */
 export async function issueToken(
   issuer: Issuer,
@@ -334,15 +338,50 @@ export async function issueToken(
 ): Promise<Result<Issued, PetrelError>> {
   const label = parseLabel(name);
   if (!label.ok) return err('E_PKI_NAME', `the token name: ${label.error.message}`);
-  if (expires.getTime() <= now.getTime()) return err('E_PKI_VALIDITY', 'the token would expire at once');
+  return issueDelegatedLeaf(issuer, { profile: 'token', what: 'token', commonName: name, expires, now });
+}
+
+/** What a leaf signed by a delegation's key for one purpose (token, deployment proof) holds. */
+export interface DelegatedLeaf {
+  readonly profile: 'token' | 'deployment';
+  /** What the leaf is called in messages (`token`, `deployment proof`). */
+  readonly what: string;
+  readonly commonName: string;
+  readonly expires: Date;
+  readonly now: Date;
+  /** Its payload, as signed (a deployment proof's command and request). */
+  readonly extensions?: readonly Extension[];
+}
+
+/**
+ * A leaf valid from 10 s ago until `expires`, never beyond its delegation's own expiry, with its
+ * profile's purpose as its only extended key usage, signed by the delegation's key. Its own key
+ * pair is fresh and thrown away: such a leaf is used by showing it, never by proving a key, and
+ * no one can sign with a key that no longer exists.
+ */
+export async function issueDelegatedLeaf(
+  issuer: Issuer,
+  leaf: DelegatedLeaf,
+): Promise<Result<Issued, PetrelError>> {
+  const { expires, now, what } = leaf;
+  if (expires.getTime() <= now.getTime()) return err('E_PKI_VALIDITY', `the ${what} would expire at once`);
   const head = issuer.chain[0] as x509.X509Certificate;
   if (expires > head.notAfter) {
     const until = head.notAfter.toISOString();
-    return err('E_PKI_VALIDITY', `the token would outlive its delegation, valid until ${until}`);
+    return err('E_PKI_VALIDITY', `the ${what} would outlive its delegation, valid until ${until}`);
   }
   const key = await generateKey('ed25519');
   const validity = { notBefore: new Date(now.getTime() - SKEW_MS), notAfter: expires };
-  return ok(await issue({ profile: 'token', commonName: name, publicKey: key.publicKey, validity, issuer }));
+  return ok(
+    await issue({
+      profile: leaf.profile,
+      commonName: leaf.commonName,
+      publicKey: key.publicKey,
+      validity,
+      issuer,
+      ...(leaf.extensions === undefined ? {} : { extensions: leaf.extensions }),
+    }),
+  );
 }
 
 /**

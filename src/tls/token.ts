@@ -6,7 +6,13 @@ import { createHash } from 'node:crypto';
 import { err, ok, type Result } from '../resources/errors.js';
 import { type Path, parseLabel } from '../resources/name.js';
 import { type LeafPurpose, parseCertificate } from './certs.js';
-import { MAX_CHAIN, type TrustAnchor, verifyClientChain } from './chain.js';
+import {
+  MAX_CHAIN,
+  type PathCertificate,
+  type TrustAnchor,
+  type VerifiedPath,
+  verifyClientChain,
+} from './chain.js';
 import type { TlsError } from './errors.js';
 import { type ChainPolicy, checkChainPolicies, delegationOf } from './identity.js';
 
@@ -40,19 +46,28 @@ export function parseToken(text: string): Result<Uint8Array[], TlsError> {
   if (!text.startsWith(TOKEN_PREFIX)) return err('E_TOKEN_MALFORMED', `a token begins with ${TOKEN_PREFIX}`);
   const body = text.slice(TOKEN_PREFIX.length);
   if (!BASE64URL.test(body)) return err('E_TOKEN_MALFORMED', 'the token holds characters outside base64url');
-  const bytes = new Uint8Array(Buffer.from(body, 'base64url'));
+  return splitCertificates(new Uint8Array(Buffer.from(body, 'base64url')), 'the token', 'E_TOKEN_MALFORMED');
+}
+
+/**
+ * DER certificates laid end to end, leaf first, then its delegation's chain (a token's body, a
+ * deployment proof): at least two, fewer than MAX_CHAIN; otherwise what is wrong, about `what`.
+ */
+export function splitCertificates(
+  bytes: Uint8Array,
+  what: string,
+  code: 'E_TOKEN_MALFORMED' | 'E_DEPLOY_MALFORMED',
+): Result<Uint8Array[], TlsError> {
   const ders: Uint8Array[] = [];
   for (let at = 0; at < bytes.length; ) {
-    if (ders.length >= MAX_CHAIN - 1) {
-      return err('E_TOKEN_MALFORMED', `the token holds more than ${MAX_CHAIN - 1} certificates`);
-    }
+    if (ders.length >= MAX_CHAIN - 1)
+      return err(code, `${what} holds more than ${MAX_CHAIN - 1} certificates`);
     const end = sequenceEnd(bytes, at);
-    if (end === null)
-      return err('E_TOKEN_MALFORMED', `the token's certificate ${ders.length} is cut or not DER`);
+    if (end === null) return err(code, `${what}'s certificate ${ders.length} is cut or not DER`);
     ders.push(bytes.subarray(at, end));
     at = end;
   }
-  if (ders.length < 2) return err('E_TOKEN_MALFORMED', 'the token holds no delegation chain');
+  if (ders.length < 2) return err(code, `${what} holds no delegation chain`);
   return ok(ders);
 }
 
@@ -79,6 +94,18 @@ function sequenceEnd(bytes: Uint8Array, at: number): number | null {
  */
 export function certificateId(der: Uint8Array): string {
   return createHash('sha256').update(der).digest('hex').slice(0, 32);
+}
+
+/** The first certificate of a verified path, leaf first, whose id `revoked` names; or null. */
+export function revokedOn(
+  path: VerifiedPath,
+  revoked: (id: string) => boolean,
+): { readonly cert: PathCertificate; readonly id: string } | null {
+  for (const cert of path) {
+    const id = certificateId(cert.der);
+    if (revoked(id)) return { cert, id };
+  }
+  return null;
 }
 
 /** petreld's deny-list, in its state directory (`petrel ca revoke` appends to it). */
@@ -143,12 +170,11 @@ export function verifyToken(
   }
   const [leaf, ...issuers] = path.value;
   if (leaf === undefined) return err('E_TOKEN_MALFORMED', 'the token holds no certificate');
-  for (const cert of path.value) {
-    const id = certificateId(cert.der);
-    if (revoked(id)) {
-      const what = cert === leaf ? `the token ${leaf.commonName ?? ''}` : `its delegation ${cert.subject}`;
-      return err('E_TOKEN_REVOKED', `${what} is revoked (id ${id})`, { id });
-    }
+  const denied = revokedOn(path.value, revoked);
+  if (denied !== null) {
+    const { cert, id } = denied;
+    const what = cert === leaf ? `the token ${leaf.commonName ?? ''}` : `its delegation ${cert.subject}`;
+    return err('E_TOKEN_REVOKED', `${what} is revoked (id ${id})`, { id });
   }
   const name = leaf.commonName === null ? null : parseLabel(leaf.commonName);
   if (name === null || !name.ok) return err('E_TOKEN_MALFORMED', 'the token has no valid name');
