@@ -2,22 +2,45 @@
 // serves, and its capacity; how stored JSON is read back, where anything absent or malformed is false.
 
 import { err, ok, type PetrelError, type Result } from '../resources/errors.js';
-import type { TenderKind } from '../tender/elf.js';
-import type { BridgeCapability, CapabilityReport as ProbeReport, TenderCapability } from '../tender/probe.js';
 
-// The probe's own shapes: a report is what it found, stored as JSON.
-export type { BridgeCapability, TenderCapability, TenderKind };
+export type TenderKind = 'hvt' | 'spt';
+
+export interface TenderCapability {
+  readonly kind: TenderKind;
+  /** Absolute path of the tender executable. */
+  readonly path: string;
+  /** The banner of its `--version` output (`solo5-hvt tender, version v0.12.1`). */
+  readonly version: string;
+  /** N of its `ABI version N` line. */
+  readonly abi: number;
+}
+
+export interface BridgeCapability {
+  readonly name: string;
+  readonly up: boolean;
+}
 
 /**
  * What a probe found on one host, as plain JSON. Produced by probing, never by configuration, and
- * replaced wholesale by every report. A capability that is absent is false. The probe's report
- * (src/tender/probe.ts) without when it ran, its SSE finding and its problems.
+ * replaced wholesale by every report. A capability that is absent is false.
  */
-export interface CapabilityReport
-  extends Pick<
-    ProbeReport,
-    'kvm' | 'tenders' | 'tun' | 'bridges' | 'cpus' | 'memoryMiB' | 'blockStorageMiB' | 'netAdmin'
-  > {}
+export interface CapabilityReport {
+  /** The KVM device could be opened read-write and answered KVM_GET_API_VERSION. */
+  readonly kvm: boolean;
+  /** Every tender found whose `--version` printed an ABI line. */
+  readonly tenders: readonly TenderCapability[];
+  /** /dev/net/tun could be opened. */
+  readonly tun: boolean;
+  readonly bridges: readonly BridgeCapability[];
+  /** Online CPUs of the host. */
+  readonly cpus: number;
+  /** Memory of the host in MiB. */
+  readonly memoryMiB: number;
+  /** Space available for block devices in the state directory, in MiB. */
+  readonly blockStorageMiB: number;
+  /** The daemon can create a tap (CAP_NET_ADMIN). */
+  readonly netAdmin: boolean;
+}
 
 /** What a node sends at each heartbeat: the probe's report and its `--runtimes`. */
 export interface NodeReport extends CapabilityReport {
