@@ -33,42 +33,52 @@ function validity(cert: X509Certificate, file: string, what: string, now: Date):
   return to - now.getTime() < EXPIRY_WARNING_MS ? `${what} ${file} expires on ${cert.validTo}` : null;
 }
 
+interface CertificateFiles {
+  readonly ca: string;
+  readonly cert: string;
+  readonly key: string;
+}
+
+type FileKey = 'tlsCa' | 'tlsCert' | 'tlsKey' | 'webCert' | 'webKey';
+const TLS_FILES = ['tlsCa', 'tlsCert', 'tlsKey'] as const;
+const WEB_FILES = ['tlsCa', 'webCert', 'webKey'] as const;
+
+/** The CA, certificate and key files of `keys` (in that order), or the FAIL naming those not set. */
+function configuredFiles(
+  config: PetrelConfig,
+  keys: readonly [ca: FileKey, cert: FileKey, key: FileKey],
+  hint: string,
+): CertificateFiles | { readonly missing: Outcome } {
+  const [ca, cert, key] = [config[keys[0]], config[keys[1]], config[keys[2]]];
+  if (ca === null || cert === null || key === null) {
+    const missing = keys.filter((name) => config[name] === null).map(keyPath);
+    return { missing: failed(`${missing.join(', ')} not configured`, hint) };
+  }
+  return { ca, cert, key };
+}
+
 /** CA, certificate and key load; the key matches; the CA signed the certificate; none expired. */
 async function checkTls(config: PetrelConfig, now: Date): Promise<Outcome & { warning?: string }> {
-  const { tlsCa, tlsCert, tlsKey } = config;
-  if (tlsCa === null || tlsCert === null || tlsKey === null) {
-    const missing = (['tlsCa', 'tlsCert', 'tlsKey'] as const)
-      .filter((key) => config[key] === null)
-      .map(keyPath);
-    return failed(`${missing.join(', ')} not configured`, 'set --tls-ca, --tls-cert and --tls-key');
-  }
-  return checkCertificate(
-    { ca: tlsCa, cert: tlsCert, key: tlsKey },
-    'check the files given as --tls-ca, --tls-cert and --tls-key',
-    now,
-  );
+  const files = configuredFiles(config, TLS_FILES, 'set --tls-ca, --tls-cert and --tls-key');
+  if ('missing' in files) return files.missing;
+  return checkCertificate(files, 'check the files given as --tls-ca, --tls-cert and --tls-key', now);
 }
 
 /** The web API's certificate (`webCert`, `webKey`): as the TLS endpoint's, and one a browser takes. */
 async function checkWeb(config: PetrelConfig, now: Date): Promise<Outcome & { warning?: string }> {
-  const { tlsCa, webCert, webKey } = config;
-  if (tlsCa === null || webCert === null || webKey === null) {
-    const missing = (['tlsCa', 'webCert', 'webKey'] as const)
-      .filter((key) => config[key] === null)
-      .map(keyPath);
-    return failed(`${missing.join(', ')} not configured`, 'set --tls-ca, --web-cert and --web-key');
-  }
+  const files = configuredFiles(config, WEB_FILES, 'set --tls-ca, --web-cert and --web-key');
+  if ('missing' in files) return files.missing;
   return checkCertificate(
-    { ca: tlsCa, cert: webCert, key: webKey },
+    files,
     'petrel ca web-cert NAME|ADDRESS... makes one browsers take',
     now,
     (cert) => {
       // Browsers ignore the CN, and Chromium refuses an Ed25519 server certificate.
       if (cert.subjectAltName === undefined)
-        return `certificate ${webCert} has no subjectAltName, which browsers require`;
+        return `certificate ${files.cert} has no subjectAltName, which browsers require`;
       const type = cert.publicKey.asymmetricKeyType;
       if (type !== 'ec' && type !== 'rsa')
-        return `certificate ${webCert} has an ${type} key, which browsers refuse`;
+        return `certificate ${files.cert} has an ${type} key, which browsers refuse`;
       return null;
     },
   );
@@ -76,7 +86,7 @@ async function checkWeb(config: PetrelConfig, now: Date): Promise<Outcome & { wa
 
 /** A certificate and key signed by the CA, valid now; `more` adds a check of its own. */
 async function checkCertificate(
-  files: { readonly ca: string; readonly cert: string; readonly key: string },
+  files: CertificateFiles,
   hint: string,
   now: Date,
   more: (cert: X509Certificate) => string | null = () => null,

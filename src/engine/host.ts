@@ -13,6 +13,7 @@ import {
   fsyncDir,
   ioError,
   listDirectory,
+  makePrivateDirs,
   recoverBlockDirectory,
   removeBlockFile,
   removeTemporaryFiles,
@@ -108,19 +109,13 @@ export function createHost(options: HostOptions): EngineHost {
   return {
     ...tenders,
     async makeDirectories() {
-      const dirs = [
+      const dirs = await makePrivateDirs(
         options.runDir,
         options.stateDir,
         blockDir(options.stateDir),
         imagesDir(options.stateDir),
-      ];
-      for (const dir of dirs) {
-        try {
-          await mkdir(dir, { recursive: true, mode: 0o700 });
-        } catch (cause) {
-          return { ok: false, error: ioError('mkdir', dir, cause) };
-        }
-      }
+      );
+      if (!dirs.ok) return dirs;
       // The console FIFOs' directory is petreld's alone (src/host/fifo.ts says why); one made
       // 0755 by an earlier version is closed here, since the run directory outlives restarts.
       const fifos = fifoDir(options.runDir);

@@ -2,13 +2,13 @@
 // `mkfifo` command (Node has no mkfifo(2)), checked to really be a FIFO, removed with its undo.
 
 import type { Dirent } from 'node:fs';
-import { chmod, lstat, mkdir, readdir, rename } from 'node:fs/promises';
+import { chmod, lstat, readdir, rename } from 'node:fs/promises';
 import path from 'node:path';
 import { err, ok, type PetrelError, PetrelException, type Result } from '../resources/errors.js';
 import type { Name } from '../resources/name.js';
 import { runCommand } from './command.js';
 import { writeFault } from './faults.js';
-import { type FileError, ioError, unlinkIfPresent } from './files.js';
+import { type FileError, ioError, makePrivateDirs, unlinkIfPresent } from './files.js';
 import { containedPath, fifoDir, fifoPath } from './paths.js';
 import type { Undoable } from './undo.js';
 
@@ -85,15 +85,11 @@ export async function makeFifo(
 ): Promise<Result<Undoable<string>, FifoError>> {
   const file = fifoPath(runDir, name);
   if (!file.ok) return file;
-  const dir = fifoDir(runDir);
-  try {
-    // Only the tender (writer) and petrel-holder (reader) open a FIFO, both as petreld's user:
-    // the directory keeps out a group that petreld shares with its sockets' clients (the TLS
-    // endpoint's), which could otherwise read, and so take, console bytes.
-    await mkdir(dir, { recursive: true, mode: 0o700 });
-  } catch (cause) {
-    return { ok: false, error: ioError('mkdir', dir, cause) };
-  }
+  // Only the tender (writer) and petrel-holder (reader) open a FIFO, both as petreld's user:
+  // the directory keeps out a group that petreld shares with its sockets' clients (the TLS
+  // endpoint's), which could otherwise read, and so take, console bytes.
+  const dir = await makePrivateDirs(fifoDir(runDir));
+  if (!dir.ok) return dir;
   return makeFifoAt(file.value, create);
 }
 
@@ -134,11 +130,8 @@ export class FifoPool {
   };
 
   async #refill(): Promise<Result<unknown, FifoError>> {
-    try {
-      await mkdir(this.#dir, { recursive: true, mode: 0o700 });
-    } catch (cause) {
-      return { ok: false, error: ioError('mkdir', this.#dir, cause) };
-    }
+    const dir = await makePrivateDirs(this.#dir);
+    if (!dir.ok) return dir;
     const names = Array.from({ length: BATCH }, () => path.join(this.#dir, String(this.#made++)));
     const made = await runCommand('mkfifo', ['-m', FIFO_MODE.toString(8), '--', ...names]);
     if (!made.ok) return made;

@@ -72,6 +72,21 @@ function fail<E extends PetrelError>(error: E): { readonly ok: false; readonly e
   return { ok: false, error };
 }
 
+/**
+ * Makes each of `dirs` with its missing parents, mode 0700 (petreld's alone); one that exists is
+ * left as it is. Stops at the first that cannot be made.
+ */
+export async function makePrivateDirs(...dirs: readonly string[]): Promise<Result<void, FileError>> {
+  for (const dir of dirs) {
+    try {
+      await mkdir(dir, { recursive: true, mode: 0o700 });
+    } catch (cause) {
+      return fail(ioError('mkdir', dir, cause));
+    }
+  }
+  return ok(undefined);
+}
+
 /** fsync of a directory, so a rename or unlink in it survives a power cut. */
 export async function fsyncDir(dir: string): Promise<void> {
   const handle = await open(dir, constants.O_RDONLY | constants.O_DIRECTORY);
@@ -202,11 +217,8 @@ export async function createBlockFile(
   const file = blockPath(stateDir, blockName);
   if (!file.ok) return file;
   const dir = blockDir(stateDir);
-  try {
-    await mkdir(dir, { recursive: true, mode: 0o700 });
-  } catch (cause) {
-    return fail(ioError('mkdir', dir, cause));
-  }
+  const made = await makePrivateDirs(dir);
+  if (!made.ok) return made;
   let handle: FileHandle;
   try {
     const fault = writeFault('block-create', file.value);

@@ -16,10 +16,9 @@ import {
   renameSync,
   writeSync,
 } from 'node:fs';
-import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { err, ok, type PetrelError, type Result } from '../resources/errors.js';
-import { type FileError, ioError, temporaryName, unlinkIfPresentSync } from './files.js';
+import { type FileError, ioError, makePrivateDirs, temporaryName, unlinkIfPresentSync } from './files.js';
 import { checkPidRecord, type PidRecordError, processStartTime } from './pidrecord.js';
 
 /** The lock file earlier Petrel versions wrote in the state directory (still honoured if live). */
@@ -107,13 +106,8 @@ function flockDirectory(fd: number, dir: string): Result<boolean, FileError> {
  * in `runDir` (created 0700 if missing), or says who holds it. Writes nothing to `stateDir`.
  */
 export async function lockStateDir(stateDir: string, runDir: string): Promise<Result<StateLock, LockError>> {
-  for (const dir of [stateDir, runDir]) {
-    try {
-      await mkdir(dir, { recursive: true, mode: 0o700 });
-    } catch (cause) {
-      return { ok: false, error: ioError('mkdir', dir, cause) };
-    }
-  }
+  const dirs = await makePrivateDirs(stateDir, runDir);
+  if (!dirs.ok) return dirs;
   const pidFile = path.join(runDir, PID_FILE);
   const refuse = (pid: number | null): Result<never, LockError> =>
     err(

@@ -3,6 +3,7 @@
 // of refusals and evictions at most once a second. The listener says when bytes arrive and
 // when a connection is settled; the gate pauses, resumes and destroys.
 
+import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
 import {
   type AdmissionLimits,
@@ -39,6 +40,16 @@ export interface GateCounts {
   readonly peakPendingBytes: number;
   readonly refused: Readonly<Record<string, number>>;
   readonly evicted: Readonly<Record<string, number>>;
+}
+
+/** A listener petreld serves behind a gate (the TLS endpoint, the web API), as the daemon drives it. */
+export interface GatedListener {
+  /** Starts listening; resolves with the bound address. */
+  listen(): Promise<AddressInfo>;
+  /** Stops listening and closes every connection, pending or served. */
+  close(): Promise<void>;
+  /** Admission counters (for /metrics and the separate endpoint's minute log). */
+  counts(): GateCounts;
 }
 
 /** Every gate open in this process (network and local), for /metrics. */

@@ -30,7 +30,7 @@ import type { Duplex } from 'node:stream';
 import { createSecureContext, type SecureContext, TLSSocket } from 'node:tls';
 import pino, { type Logger } from 'pino';
 import { TransferCollector } from '../host/garbage.js';
-import { Gate, type GateCounts, type Ticket } from '../net/gate.js';
+import { Gate, type GateCounts, type GatedListener, type Ticket } from '../net/gate.js';
 import type { MeteredStream } from '../net/metered.js';
 import { acceptTls } from '../net/tls-accept.js';
 import { err, ok, type Result } from '../resources/errors.js';
@@ -97,14 +97,8 @@ export interface TlsEndpointOptions {
   readonly openService?: (service: Service) => Duplex | null;
 }
 
-export interface TlsEndpoint {
-  /** Starts listening; resolves with the bound address. */
-  listen(): Promise<AddressInfo>;
-  /** Stops listening and closes every connection, pending or proxied. */
-  close(): Promise<void>;
-  /** Admission counters (for /metrics and the separate endpoint's minute log). */
-  counts(): GateCounts;
-}
+/** close() ends pending and proxied connections alike. */
+export type TlsEndpoint = GatedListener;
 
 export function createTlsEndpoint(options: TlsEndpointOptions): Result<TlsEndpoint, TlsError> {
   const anchor = loadTrustAnchor(options.ca);

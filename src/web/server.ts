@@ -17,7 +17,7 @@ import type { AddressInfo } from 'node:net';
 import { hostname } from 'node:os';
 import type { SecureContext } from 'node:tls';
 import pino, { type Logger } from 'pino';
-import type { GateCounts } from '../net/gate.js';
+import type { GateCounts, GatedListener } from '../net/gate.js';
 import { ok, type PetrelError, type Result } from '../resources/errors.js';
 import { printName, printPath } from '../resources/name.js';
 import { loadTrustAnchor, type TrustAnchor } from '../tls/chain.js';
@@ -49,11 +49,7 @@ import { TokenUsage } from './usage.js';
 // The listener's options are in options.ts; its callers find them here, as they always have.
 export { SESSION_IDLE_DEFAULT_MS, type WebServerOptions };
 
-export interface WebServer {
-  listen(): Promise<AddressInfo>;
-  close(): Promise<void>;
-  counts(): GateCounts;
-}
+export type WebServer = GatedListener;
 
 export function createWebServer(options: WebServerOptions): Result<WebServer, PetrelError> {
   const anchor = loadTrustAnchor(options.ca);

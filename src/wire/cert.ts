@@ -4,7 +4,7 @@
 import { encCommand, readCommand } from './command.js';
 import { compareBytes, enc, Reader, TAG, toBytes } from './der.js';
 import { fault, guard, shiftError, type WireResult } from './errors.js';
-import { plain, readVersion } from './message.js';
+import { decodeWhole, plain, readVersion } from './message.js';
 import { type Command, WIRE_VERSION } from './types.js';
 
 export const ALBATROSS_OID = '1.3.6.1.4.1.49836.42';
@@ -13,15 +13,12 @@ const ALBATROSS_OID_BYTES = Uint8Array.of(0x2b, 0x06, 0x01, 0x04, 0x01, 0x83, 0x
 
 /** Decodes the extnValue content: the command inside a certificate. */
 export function decodeCertExtension(value: Uint8Array): WireResult<Command> {
-  return guard(() => {
-    const r = new Reader(plain(value));
-    const command = r.sequence((s) => {
+  return decodeWhole(value, (r) =>
+    r.sequence((s) => {
       readVersion(s);
       return readCommand(s);
-    }, 'certificate extension');
-    r.done();
-    return command;
-  });
+    }, 'certificate extension'),
+  );
 }
 
 export function encodeCertExtension(command: Command): WireResult<Uint8Array> {

@@ -43,12 +43,7 @@ export const INFO_REPLY_TAG: Readonly<Record<InfoRelease, number>> = {
 
 /** Decodes one DER `Wire` value that must span `bytes` exactly. */
 export function decodeWire(bytes: Uint8Array): WireResult<Wire> {
-  return guard(() => {
-    const r = new Reader(plain(bytes));
-    const wire = readWire(r);
-    r.done();
-    return wire;
-  });
+  return decodeWhole(bytes, readWire);
 }
 
 export function encodeWire(wire: Wire): WireResult<Uint8Array> {
@@ -141,6 +136,16 @@ export function readImageReplyHead(prefix: Uint8Array, total: number): ImageRepl
 }
 
 /** A plain Uint8Array view (a Node Buffer's subarrays would be Buffers too): never a copy. */
+/** Decodes one value with `read` from `bytes`, which the value must span exactly. */
+export function decodeWhole<T>(bytes: Uint8Array, read: (r: Reader) => T): WireResult<T> {
+  return guard(() => {
+    const r = new Reader(plain(bytes));
+    const value = read(r);
+    r.done();
+    return value;
+  });
+}
+
 export function plain(bytes: Uint8Array): Uint8Array {
   if (!(bytes instanceof Uint8Array)) fault('E_WIRE_INTERNAL', 'input is not a byte array', null);
   return bytes.constructor === Uint8Array

@@ -25,7 +25,7 @@ import { nameAsPath, parseName, pathName, printName } from '../resources/name.js
 import { encConfigWithImage, encPolicy, readConfig, readPolicy } from './config.js';
 import { ctx, type Der, enc, Reader, toBytes, unknownTag } from './der.js';
 import { fault, guard, type WireResult } from './errors.js';
-import { plain } from './message.js';
+import { decodeWhole, plain } from './message.js';
 import { preOrder, sortStateNames } from './state.js';
 import type { Name, Path, Policy, StatePolicy, UnikernelConfig } from './types.js';
 
@@ -113,9 +113,8 @@ export function encodeSnapshot(state: PetrelState): WireResult<Uint8Array> {
 }
 
 export function decodeSnapshot(bytes: Uint8Array): WireResult<PetrelState> {
-  return guard(() => {
-    const r = new Reader(plain(bytes));
-    const state = r.explicit(SNAPSHOT_TAG, (x) =>
+  return decodeWhole(bytes, (r) =>
+    r.explicit(SNAPSHOT_TAG, (x) =>
       x.sequence((s) => {
         const at = s.offset;
         const version = s.int('version');
@@ -139,10 +138,8 @@ export function decodeSnapshot(bytes: Uint8Array): WireResult<PetrelState> {
         );
         return { unikernels, policies, imported, ...(replacements.length === 0 ? {} : { replacements }) };
       }),
-    );
-    r.done();
-    return state;
-  });
+    ),
+  );
 }
 
 /** One journal entry, framed and checksummed, ready to append. */

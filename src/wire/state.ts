@@ -13,19 +13,14 @@ import {
   readConfigV4,
   readPolicy,
 } from './config.js';
-import { ctx, type Der, derHeader, enc, Reader, TAG, toBytes, unknownTag } from './der.js';
+import { ctx, type Der, derHeader, enc, type Reader, TAG, toBytes, unknownTag } from './der.js';
 import { fault, guard, type WireResult } from './errors.js';
 import { encConfigV0, encConfigV1, encConfigV2, readConfigV0, readConfigV1, readConfigV2 } from './legacy.js';
-import { plain } from './message.js';
+import { decodeWhole } from './message.js';
 import type { Name, Path, State, StatePolicy, StateUnikernel } from './types.js';
 
 export function decodeState(bytes: Uint8Array): WireResult<State> {
-  return guard(() => {
-    const r = new Reader(plain(bytes));
-    const state = readState(r);
-    r.done();
-    return state;
-  });
+  return decodeWhole(bytes, readState);
 }
 
 /**

@@ -28,3 +28,15 @@ export function enginesClosedAfterEach(): TestEngine[] {
   });
   return engines;
 }
+
+/**
+ * enginesClosedAfterEach for tests that open their engines one by one: the function returned
+ * keeps the engine it is given to be closed after its test (the newest first) and returns it.
+ */
+export function closingAfterEach(): (engine: TestEngine) => TestEngine {
+  const engines = enginesClosedAfterEach();
+  return (engine) => {
+    engines.push(engine);
+    return engine;
+  };
+}

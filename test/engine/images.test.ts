@@ -6,10 +6,11 @@ import { createHash } from 'node:crypto';
 import { chmod, readdir, readFile, readlink, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { deflateSync } from 'node:zlib';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { STATE_FILES } from '../../src/engine/host.js';
 import { unwrap } from '../../src/resources/errors.js';
 import { decodeSnapshot } from '../../src/wire/petrel-state.js';
+import { closingAfterEach } from './each.js';
 import { canaryImage, canaryNetImage } from './guest.js';
 import {
   canaryConfig,
@@ -23,19 +24,13 @@ import {
   waitForLine,
 } from './harness.js';
 
-let t: TestEngine | undefined;
-let second: TestEngine | undefined;
-afterEach(async () => {
-  await second?.close();
-  await t?.close();
-  t = second = undefined;
-});
+const closeAfterTest = closingAfterEach();
 
 const sha256 = (bytes: Uint8Array) => createHash('sha256').update(bytes).digest('hex');
 const store = (engine: TestEngine) => readdir(path.join(engine.stateDir, 'images'));
 describe('the image store', () => {
   it('two unikernels with the same image share one file; it goes with the last of them', async () => {
-    t = await makeEngine();
+    const t = closeAfterTest(await makeEngine());
     const image = await readFile(canaryImage);
     for (const vm of [':one', ':two']) {
       const reply = await t.run(vm, createCommand(await canaryConfig(canaryImage, ['wait', vm])));
@@ -56,7 +51,7 @@ describe('the image store', () => {
   });
 
   it('a compressed image is stored inflated, named by the digest info reports', async () => {
-    t = await makeEngine();
+    const t = closeAfterTest(await makeEngine());
     const image = await readFile(canaryImage);
     const config = await canaryConfig(canaryImage, ['wait', 'z'], {
       image: deflateSync(image),
@@ -74,7 +69,7 @@ describe('the image store', () => {
   });
 
   it('an image streamed after the create, compressed, is inflated into the store as it arrives', async () => {
-    t = await makeEngine();
+    const t = closeAfterTest(await makeEngine());
     const image = await readFile(canaryImage);
     const zipped = deflateSync(image, { level: 9 });
     const config = await canaryConfig(canaryImage, ['wait', 's'], {
@@ -110,7 +105,7 @@ describe('the image store', () => {
   });
 
   it('a force-create with another image swaps the stored file; the state names the new digest', async () => {
-    t = await makeEngine();
+    const t = closeAfterTest(await makeEngine());
     const first = await readFile(canaryImage);
     const other = Buffer.concat([first, Buffer.from('appended bytes the tender ignores')]);
     await t.run(':vm', createCommand(await canaryConfig(canaryImage, ['wait', 'a'])));
@@ -126,7 +121,7 @@ describe('the image store', () => {
   });
 
   it('a restart reads the image again and refuses a damaged one, keeping the unikernel running', async () => {
-    t = await makeEngine();
+    const t = closeAfterTest(await makeEngine());
     const image = await readFile(canaryImage);
     const created = await t.run(':vm', createCommand(await canaryConfig(canaryImage, ['wait', 'a'])));
     expect(replyText(created)).toBe('created unikernel');
@@ -146,7 +141,7 @@ describe('the image store', () => {
   });
 
   it('the state is small: digests, not images; a command appends its change only', async () => {
-    t = await makeEngine();
+    const t = closeAfterTest(await makeEngine());
     const image = await readFile(canaryImage);
     const journal = path.join(t.stateDir, STATE_FILES.journal);
     const sizes: number[] = [];
@@ -161,7 +156,7 @@ describe('the image store', () => {
   });
 
   it('start-up drops a unikernel whose image is missing, naming it, and removes stray images', async () => {
-    t = await makeEngine();
+    const t = closeAfterTest(await makeEngine());
     const image = await readFile(canaryImage);
     const other = Buffer.concat([image, Buffer.from('x')]);
     await t.run(':gone', createCommand(await canaryConfig(canaryImage, ['wait', 'a'])));
@@ -173,7 +168,9 @@ describe('the image store', () => {
     const lines: Record<string, unknown>[] = [];
     const { default: pino } = await import('pino');
     const log = pino({ level: 'info' }, { write: (line: string) => void lines.push(JSON.parse(line)) });
-    second = await makeEngine({ log }, { dir: path.dirname(t.stateDir), netns: t.netns });
+    const second = closeAfterTest(
+      await makeEngine({ log }, { dir: path.dirname(t.stateDir), netns: t.netns }),
+    );
     expect(second.engine.running).toEqual([':kept']);
     expect(lines).toContainEqual(
       expect.objectContaining({
@@ -187,7 +184,7 @@ describe('the image store', () => {
   });
 
   it('a unikernel a start cannot bring back is dropped, its image kept until the next start', async () => {
-    t = await makeEngine();
+    const t = closeAfterTest(await makeEngine());
     const image = await readFile(canaryNetImage);
     const config = await canaryConfig(canaryNetImage, ['wait', 'n'], {
       bridges: [{ netif: 'service', bridge: 'br0', mac: null }],
@@ -196,7 +193,7 @@ describe('the image store', () => {
     await t.engine.shutdown();
     // A host broken at boot (Albatross #203): the bridge is gone.
     spawnSync('ip', ['-n', t.netns.name, 'link', 'del', 'br0']);
-    second = await t.reopen();
+    const second = closeAfterTest(await t.reopen());
     expect(second.engine.running).toEqual([]);
     expect(await storedNames(t.stateDir)).toEqual([]);
     // petrel.state.started still names it, and its image is still there to go back to.

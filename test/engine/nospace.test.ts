@@ -76,6 +76,11 @@ type Scenario = {
 
 const refused = /ENOSPC|EDQUOT|no space/u;
 const createOne = (s: string) => create(s, 'vm', 'one');
+/** Creates `:vm` (which must succeed) and destroys it: the destroy's reply. */
+const createThenDestroy = async (s: string) => {
+  expect(await createOne(s)).toBe('created unikernel');
+  return said((await request(s, ':vm', { type: 'unikernel-destroy' }))[0]);
+};
 const blockAdd = async (s: string) =>
   said((await request(s, ':disk', { type: 'block-add', size: 1 } as Command))[0]);
 
@@ -110,20 +115,14 @@ const scenarios: Scenario[] = [
   {
     what: 'a destroy whose journal entry meets a full disk: the reserve gives it room',
     fault: 'append:write@/petrel.journal$#2',
-    act: async (s) => {
-      expect(await createOne(s)).toBe('created unikernel');
-      return said((await request(s, ':vm', { type: 'unikernel-destroy' }))[0]);
-    },
+    act: createThenDestroy,
     reply: /^destroyed unikernel$/u,
     after: [],
   },
   {
     what: 'a destroy whose snapshot meets a full disk: the reserve gives it room',
     fault: 'replace:write@/petrel.state$#2',
-    act: async (s) => {
-      expect(await createOne(s)).toBe('created unikernel');
-      return said((await request(s, ':vm', { type: 'unikernel-destroy' }))[0]);
-    },
+    act: createThenDestroy,
     reply: /^destroyed unikernel$/u,
     after: [],
     flags: ['--state-journal-max', '1'],

@@ -2,10 +2,11 @@
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { chmod, mkdir, stat, writeFile } from 'node:fs/promises';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { unwrap } from '../../src/resources/errors.js';
 import { makePolicy } from '../../src/resources/policy.js';
 import * as T from '../../src/resources/tree.js';
+import { closingAfterEach } from './each.js';
 import { canaryImage } from './guest.js';
 import {
   canaryConfig,
@@ -18,17 +19,11 @@ import {
   waitForLine,
 } from './harness.js';
 
-let t: TestEngine | undefined;
-let second: TestEngine | undefined;
-afterEach(async () => {
-  await second?.close();
-  await t?.close();
-  t = second = undefined;
-});
+const closeAfterTest = closingAfterEach();
 
 describe('persistence', () => {
   it('a restarted engine brings back policies and unikernels, by startup priority', async () => {
-    t = await makeEngine();
+    const t = closeAfterTest(await makeEngine());
     const policy = unwrap(makePolicy({ vms: 5, memory: 64, cpuids: [0], block: null, bridges: [] }));
     expect(replyText(await t.run('team:', { type: 'policy-add', policy }))).toBe('added policy');
     expect(replyText(await t.run('team:', { type: 'policy-add', policy }))).toBe('no modification of policy');
@@ -46,7 +41,7 @@ describe('persistence', () => {
     expect(t.engine.running).toEqual([]);
     expect(await storedState(t.stateDir)).toEqual(state);
 
-    second = await t.reopen();
+    const second = closeAfterTest(await t.reopen());
     expect(T.findPolicy(second.engine.tree, ['team'] as never)).toEqual(policy);
     expect(second.engine.running.sort()).toEqual(['team:early', 'team:late']);
     await waitForLine(second.hub, 'team:early', 'petrel-canary early');
@@ -54,7 +49,7 @@ describe('persistence', () => {
   });
 
   it('start-up adopts the tender that outlived the daemon and removes leftovers: taps, FIFOs, images', async () => {
-    t = await makeEngine();
+    const t = closeAfterTest(await makeEngine());
     await t.run(':keep', createCommand(await canaryConfig(canaryImage, ['wait', 'k'])));
     const pid = t.engine.pidOf(name(':keep')) as number;
     /** Interfaces and the run directory: what the unikernel owns on the host. */
@@ -73,7 +68,7 @@ describe('persistence', () => {
     const stranger = spawn('sleep', ['30']);
     await t.crash();
 
-    second = await t.reopen();
+    const second = closeAfterTest(await t.reopen());
     expect(existsSync(`/proc/${pid}`)).toBe(true);
     expect(t.netns.links()).not.toContain(leftoverTap);
     expect(existsSync(`${t.runDir}/:ghost.img`)).toBe(false);
@@ -89,7 +84,7 @@ describe('persistence', () => {
   });
 
   it('a block removal interrupted by a crash is undone; leftover temporary files are removed', async () => {
-    t = await makeEngine();
+    const t = closeAfterTest(await makeEngine());
     const policy = unwrap(makePolicy({ vms: 5, memory: 64, cpuids: [0], block: 10, bridges: [] }));
     await t.run('team:', { type: 'policy-add', policy });
     expect(replyText(await t.run('team:disk', { type: 'block-add', size: 2 }))).toBe('added block device');
@@ -102,7 +97,7 @@ describe('persistence', () => {
     await writeFile(`${t.stateDir}/.state.petrel-tmp-4242-0123456789ab`, 'half a state file');
     await writeFile(`${t.runDir}/.x.img.petrel-tmp-4242-0123456789ab`, 'half an image');
 
-    second = await t.reopen();
+    const second = closeAfterTest(await t.reopen());
     expect(T.findBlock(second.engine.tree, name('team:disk'))).toEqual({ size: 2, inUse: false });
     const { readdir } = await import('node:fs/promises');
     expect((await readdir(blockDir)).sort()).toEqual(['team:disk']);
@@ -111,7 +106,7 @@ describe('persistence', () => {
   });
 
   it('an undecodable state file is fatal and names the problem', async () => {
-    t = await makeEngine();
+    const t = closeAfterTest(await makeEngine());
     await t.engine.shutdown();
     await writeFile(`${t.stateDir}/petrel.state`, Buffer.from([0x30, 0x03, 0x01]));
     await expect(t.reopen()).rejects.toThrow(/restore failed: bailing out: /);

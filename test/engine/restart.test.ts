@@ -80,19 +80,24 @@ describe('restart decisions', () => {
 });
 
 describe('restart on failure through the engine', () => {
+  /** The canary running `args`, failBehaviour `restart` on `exitCodes` (semantics §5.7). */
+  const restarting = (args: string[], exitCodes: number[]) =>
+    canaryConfig(canaryImage, args, { failBehaviour: { kind: 'restart', exitCodes } });
+  /** Until no unikernel runs and the engine's queue is idle (a restart may still be pending). */
+  const settled = async (engine: TestEngine) => {
+    await until(() => engine.engine.running.length === 0);
+    await engine.engine.idle();
+  };
   const fast = { backoffBaseMs: 50, backoffMaxMs: 400, stableAfterMs: 60_000, maxCount: 3, windowMs: 60_000 };
 
   it('restarts a qualifying exit after a back-off, without rewriting the state file', async () => {
     t = await makeEngine({ restart: fast });
-    const config = await canaryConfig(canaryImage, ['exit', '7'], {
-      failBehaviour: { kind: 'restart', exitCodes: [] },
-    });
+    const config = await restarting(['exit', '7'], []);
     expect(replyText(await t.run(':crash', createCommand(config)))).toBe('created unikernel');
     // exit 7 qualifies: it restarts, crashes again... until the rate cap drops it.
     await until(() => (t?.calls.get('spawnTender') ?? 0) >= 4);
     await t.engine.idle();
-    await until(() => t?.engine.running.length === 0);
-    await t.engine.idle();
+    await settled(t);
     await new Promise((r) => setTimeout(r, 300));
     expect(t.calls.get('spawnTender')).toBe(4);
     expect(await storedNames(t.stateDir)).toEqual([]);
@@ -100,12 +105,9 @@ describe('restart on failure through the engine', () => {
 
   it('does not restart exit 1, and drops it from the state file', async () => {
     t = await makeEngine({ restart: fast });
-    const config = await canaryConfig(canaryImage, ['exit', '1'], {
-      failBehaviour: { kind: 'restart', exitCodes: [] },
-    });
+    const config = await restarting(['exit', '1'], []);
     await t.run(':one', createCommand(config));
-    await until(() => t?.engine.running.length === 0);
-    await t.engine.idle();
+    await settled(t);
     await new Promise((r) => setTimeout(r, 200));
     expect(t.calls.get('spawnTender')).toBe(1);
     expect(await storedNames(t.stateDir)).toEqual([]);
@@ -113,12 +115,9 @@ describe('restart on failure through the engine', () => {
 
   it('destroy cancels a pending restart; the image stays in the store while it waits', async () => {
     t = await makeEngine({ restart: { ...fast, backoffBaseMs: 5_000 } });
-    const config = await canaryConfig(canaryImage, ['exit', '7'], {
-      failBehaviour: { kind: 'restart', exitCodes: [7] },
-    });
+    const config = await restarting(['exit', '7'], [7]);
     await t.run(':p', createCommand(config));
-    await until(() => t?.engine.running.length === 0);
-    await t.engine.idle();
+    await settled(t);
     expect(await storedNames(t.stateDir)).toEqual([':p']);
     const store = path.join(t.stateDir, 'images');
     expect(await readdir(store)).toEqual([createHash('sha256').update(config.image).digest('hex')]);

@@ -209,6 +209,20 @@ export async function realFleet(
   return fleet;
 }
 
+/** realFleet for one test: `test` runs on it, and the fleet is closed after it, whatever happens. */
+export async function withRealFleet(
+  db: Parameters<typeof realFleet>[0],
+  delegations: Parameters<typeof realFleet>[1],
+  test: (fleet: RealFleet) => Promise<void>,
+): Promise<void> {
+  const fleet = await realFleet(db, delegations);
+  try {
+    await test(fleet);
+  } finally {
+    await fleet.close();
+  }
+}
+
 /** How many of `names` each node lists. */
 export function countsOf(
   reported: Record<string, string[]>,

@@ -8,6 +8,12 @@ import { describeWithPostgres } from './pg.js';
 
 const FRESH_MS = 30_000;
 
+/** What toMatchObject expects of a failed Result: its error's code, and its message when given. */
+const failure = (code: string, message?: RegExp) => ({
+  ok: false,
+  error: message === undefined ? { code } : { code, message },
+});
+
 async function stored(pool: pg.Pool, id: string): Promise<unknown> {
   return (await pool.query('SELECT capabilities, resources FROM nodes WHERE id = $1', [id])).rows[0];
 }
@@ -43,7 +49,7 @@ describeWithPostgres('fleet registry', (pg) => {
       },
     });
     const placed = await registry.place(HVT, { freshMs: FRESH_MS });
-    expect(placed).toMatchObject({ ok: false, error: { code: 'E_FLEET_NO_CAPABLE_NODE' } });
+    expect(placed).toMatchObject(failure('E_FLEET_NO_CAPABLE_NODE'));
     if (!placed.ok)
       expect(placed.error.message).toContain(
         'gw-04: does not run hvt unikernels (--runtimes spt), no bridge service',
@@ -60,11 +66,10 @@ describeWithPostgres('fleet registry', (pg) => {
       const candidates = await registry.candidates(req, { freshMs: FRESH_MS });
       expect(candidates.ok && candidates.value.nodes).toEqual([]);
       const placed = await registry.place(req, { freshMs: FRESH_MS });
-      expect(placed).toMatchObject({ ok: false, error: { code: 'E_FLEET_NO_CAPABLE_NODE' } });
-      expect(await registry.place(req, { freshMs: FRESH_MS, node: 'blank' })).toMatchObject({
-        ok: false,
-        error: { code: 'E_FLEET_NODE_REFUSED' },
-      });
+      expect(placed).toMatchObject(failure('E_FLEET_NO_CAPABLE_NODE'));
+      expect(await registry.place(req, { freshMs: FRESH_MS, node: 'blank' })).toMatchObject(
+        failure('E_FLEET_NODE_REFUSED'),
+      );
     }
   });
 
@@ -89,7 +94,7 @@ describeWithPostgres('fleet registry', (pg) => {
     await registry.report('big', '10.0.0.5:1025', report({ memoryMiB: 65_536 }));
     await registry.report('web', '10.0.0.6:1025', report());
     const refused = await registry.place(HVT, { freshMs: FRESH_MS, node: 'gw-04' });
-    expect(refused).toMatchObject({ ok: false, error: { code: 'E_FLEET_NODE_REFUSED' } });
+    expect(refused).toMatchObject(failure('E_FLEET_NODE_REFUSED'));
     if (!refused.ok)
       expect(refused.error.message).toMatch(
         /^node gw-04 cannot run .*: hosts no unikernels \(--runtimes none\)$/,
@@ -98,10 +103,9 @@ describeWithPostgres('fleet registry', (pg) => {
       ok: true,
       value: { node: 'web', address: '10.0.0.6:1025' },
     });
-    expect(await registry.place(HVT, { freshMs: FRESH_MS, node: 'ghost' })).toMatchObject({
-      ok: false,
-      error: { code: 'E_FLEET_NODE_UNKNOWN' },
-    });
+    expect(await registry.place(HVT, { freshMs: FRESH_MS, node: 'ghost' })).toMatchObject(
+      failure('E_FLEET_NODE_UNKNOWN'),
+    );
   });
 
   it('with no capable node the placement fails with one reason line per node', async () => {
@@ -247,27 +251,23 @@ describeWithPostgres('fleet registry', (pg) => {
     const { pool } = await pg.schema();
     const registry = new Registry(pool);
     const bad = { ...report(), kvm: 'yes' } as unknown as ReturnType<typeof report>;
-    expect(await registry.report('x', 'x:1', bad)).toMatchObject({
-      ok: false,
-      error: { code: 'E_FLEET_REPORT' },
-    });
+    expect(await registry.report('x', 'x:1', bad)).toMatchObject(failure('E_FLEET_REPORT'));
     const r = report();
     const negative = { ...capacity(r), free: { ...capacity(r).free, memoryMiB: -1 } };
-    expect(await registry.report('x', 'x:1', r, negative)).toMatchObject({
-      ok: false,
-      error: { code: 'E_FLEET_REPORT', message: /free\.memoryMiB/ },
-    });
+    expect(await registry.report('x', 'x:1', r, negative)).toMatchObject(
+      failure('E_FLEET_REPORT', /free\.memoryMiB/),
+    );
     expect((await pool.query('SELECT count(*)::int AS n FROM nodes')).rows[0]).toEqual({ n: 0 });
   });
 
   it('says to migrate when the schema is missing, and reports an unreachable server as a value', async () => {
     const { pool } = await pg.schema({ migrated: false });
     const missing = await new Registry(pool).nodes();
-    expect(missing).toMatchObject({ ok: false, error: { code: 'E_FLEET_DB' } });
+    expect(missing).toMatchObject(failure('E_FLEET_DB'));
     if (!missing.ok) expect(missing.error.message).toContain('run `petrel fleet migrate --db URL`');
     const nowhere = openDb('postgresql://postgres@127.0.0.1:1/none');
     try {
-      expect(await new Registry(nowhere).nodes()).toMatchObject({ ok: false, error: { code: 'E_FLEET_DB' } });
+      expect(await new Registry(nowhere).nodes()).toMatchObject(failure('E_FLEET_DB'));
     } finally {
       await nowhere.end();
     }

@@ -6,7 +6,7 @@ import { expect, it } from 'vitest';
 import { ABI_VERSION } from '../../src/tender/abi.js';
 import { canaryImage, sptCanary } from '../engine/guest.js';
 import { describeWithPostgres } from './pg.js';
-import { countsOf, type RealFleet, realFleet } from './real-fleet.js';
+import { countsOf, type RealFleet, withRealFleet } from './real-fleet.js';
 
 const ALICE = ['--vms', '16', '--mem', '2048'];
 const HVT = `hvt/${ABI_VERSION.hvt}`;
@@ -18,8 +18,7 @@ const create = (fleet: RealFleet, name: string, image: string, ...more: string[]
 
 describeWithPostgres('placement on served runtimes, real nodes', (pg) => {
   it('an spt-only node never receives an hvt image and vice versa; a --runtimes none node nothing', async () => {
-    const fleet = await realFleet(await pg.schema(), { alice: ALICE });
-    try {
+    await withRealFleet(await pg.schema(), { alice: ALICE }, async (fleet) => {
       await Promise.all([
         fleet.start('hvt-node', { runtimes: 'hvt', offerMemory: 512 }),
         fleet.start('spt-node', { runtimes: 'spt', offerMemory: 1024 }),
@@ -88,14 +87,11 @@ describeWithPostgres('placement on served runtimes, real nodes', (pg) => {
       expect(placementsAfter.ok && placementsAfter.value.length).toBe(
         placementsBefore.ok && placementsBefore.value.length,
       );
-    } finally {
-      await fleet.close();
-    }
+    });
   }, 180_000);
 
   it('a node restarted with fewer runtimes replaces its report; a stale node does not qualify', async () => {
-    const fleet = await realFleet(await pg.schema(), { alice: ALICE });
-    try {
+    await withRealFleet(await pg.schema(), { alice: ALICE }, async (fleet) => {
       const flex = await fleet.start('flex', { runtimes: 'hvt,spt', offerMemory: 1024 });
       const other = await fleet.start('other', { runtimes: 'spt', offerMemory: 256 });
       const first = await create(fleet, 'alice:h1', canaryImage);
@@ -136,8 +132,6 @@ describeWithPostgres('placement on served runtimes, real nodes', (pg) => {
         process.kill(flex.process.pid, 'SIGCONT');
       }
       expect(other.id).toBe('other');
-    } finally {
-      await fleet.close();
-    }
+    });
   }, 180_000);
 });

@@ -5,7 +5,7 @@
 import { expect, it } from 'vitest';
 import { sptCanary } from '../engine/guest.js';
 import { describeWithPostgres } from './pg.js';
-import { countsOf, type RealFleet, realFleet } from './real-fleet.js';
+import { countsOf, type RealFleet, withRealFleet } from './real-fleet.js';
 
 const OFFER = 1024;
 const MEM = 64;
@@ -34,8 +34,7 @@ async function freeMemory(fleet: RealFleet): Promise<Record<string, number>> {
 
 describeWithPostgres('spread and capacity, real nodes', (pg) => {
   it('six 64 MiB unikernels over two equal nodes split 3/3', async () => {
-    const fleet = await realFleet(await pg.schema(), { alice: ['--vms', '64', '--mem', '4096'] });
-    try {
+    await withRealFleet(await pg.schema(), { alice: ['--vms', '64', '--mem', '4096'] }, async (fleet) => {
       await Promise.all([
         fleet.start('a', { runtimes: 'spt', offerMemory: OFFER }),
         fleet.start('b', { runtimes: 'spt', offerMemory: OFFER }),
@@ -51,18 +50,15 @@ describeWithPostgres('spread and capacity, real nodes', (pg) => {
       // Reported free memory is the root policy (--offer-memory) minus what runs.
       expect(await freeMemory(fleet)).toEqual({ a: OFFER - 3 * MEM, b: OFFER - 3 * MEM });
       await fleet.untilNoReservation();
-    } finally {
-      await fleet.close();
-    }
+    });
   }, 180_000);
 
   it('20 concurrent creates over two nodes never overcommit either and split within ±2', async () => {
-    const fleet = await realFleet(await pg.schema(), { alice: ['--vms', '64', '--mem', '4096'] });
     // c has room for 13, d for 12. Placements that did not see each other's reservations would
     // all choose c (it has more free memory) until its reports caught up, and c would refuse
     // the 14th.
     const room = { c: 13, d: 12 };
-    try {
+    await withRealFleet(await pg.schema(), { alice: ['--vms', '64', '--mem', '4096'] }, async (fleet) => {
       await Promise.all([
         fleet.start('c', { runtimes: 'spt', offerMemory: room.c * MEM }),
         fleet.start('d', { runtimes: 'spt', offerMemory: room.d * MEM }),
@@ -92,15 +88,12 @@ describeWithPostgres('spread and capacity, real nodes', (pg) => {
       }
       // Every reservation ended: each unikernel is counted once, in its node's report.
       await fleet.untilNoReservation();
-    } finally {
-      await fleet.close();
-    }
+    });
   }, 240_000);
 
   it('a create refused by the first choice lands on the second, and the reply says so', async () => {
     // carol may run one unikernel per node: her policy, which the registry cannot see.
-    const fleet = await realFleet(await pg.schema(), { carol: ['--vms', '1', '--mem', '512'] });
-    try {
+    await withRealFleet(await pg.schema(), { carol: ['--vms', '1', '--mem', '512'] }, async (fleet) => {
       await Promise.all([
         fleet.start('roomy', { runtimes: 'spt', offerMemory: 2 * OFFER }),
         fleet.start('small', { runtimes: 'spt', offerMemory: OFFER }),
@@ -137,8 +130,6 @@ describeWithPostgres('spread and capacity, real nodes', (pg) => {
         );
       expect(await fleet.registry.reservations()).toEqual({ ok: true, value: [] });
       expect(await fleet.reported()).toEqual({ roomy: ['carol:one'], small: ['carol:two'] });
-    } finally {
-      await fleet.close();
-    }
+    });
   }, 180_000);
 });

@@ -1,20 +1,14 @@
 // The canary under petrel-hvt on a host with KVM: console, exit statuses, the bounds checks of
 // solo5.md §3.12, and the machine state of §3.2-§3.7 as the guest itself reads it (regs mode).
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { readFileSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
 import { parseElf } from './elf.js';
 import { kvmUsable } from './kvm.js';
 import { hex, initialState, keyValues, withoutCpuSetBits } from './layout.js';
 import { canary, canaryBlk, EXIT_STATUSES, requireBuilt, runTender } from './native.js';
+import { scratchDir } from './scratch.js';
 
-let dir: string;
-beforeAll(() => {
-  requireBuilt();
-  dir = mkdtempSync(join(tmpdir(), 'petrel-hvt-canary-'));
-});
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
+const scratch = scratchDir('petrel-hvt-canary-', requireBuilt);
 
 describe.skipIf(!kvmUsable)('the canary on petrel-hvt', () => {
   it('hello hi: "petrel-canary hi", a boot-time line, exit 0, nothing on stderr', () => {
@@ -98,8 +92,7 @@ describe.skipIf(!kvmUsable)('regs: the initial state of solo5.md §3, read by th
       const memSize = mem * 0x100000;
       const extra: string[] = [];
       if (entries === 2) {
-        const disk = join(dir, 'regs.img');
-        writeFileSync(disk, Buffer.alloc(512));
+        const disk = scratch.file('regs.img', 512);
         extra.push(`--block:storage=${disk}`);
       }
       const r = runTender([`--mem=${mem}`, ...extra, image, 'regs', 'a', '', 'b'], 60_000);

@@ -1,10 +1,9 @@
 // petrel-hvt's command line is solo5-hvt's (solo5.md §1.1-§1.5): two passes, the same options,
 // texts and exit statuses. Everything here is decided before /dev/kvm is opened, so it runs on
 // any host; where a run gets that far, expectReachedKvm accepts either outcome of step 6.
-import { mkdtempSync, rmSync, symlinkSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { symlinkSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { kvmUsable } from './kvm.js';
 import {
   build,
@@ -17,6 +16,7 @@ import {
   runTender,
   tender,
 } from './native.js';
+import { scratchDir } from './scratch.js';
 
 const usage = (prog: string) =>
   [
@@ -38,12 +38,7 @@ const usage = (prog: string) =>
 
 const version = /^petrel-hvt tender, version v\S+\nABI version 2\n$/;
 
-let dir: string;
-beforeAll(() => {
-  requireBuilt();
-  dir = mkdtempSync(join(tmpdir(), 'petrel-hvt-cli-'));
-});
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
+const scratch = scratchDir('petrel-hvt-cli-', requireBuilt);
 
 describe('pass 1: --help, --version, KERNEL', () => {
   it('--version prints two lines on stderr, the second exactly "ABI version 2", and exits 0', () => {
@@ -65,7 +60,7 @@ describe('pass 1: --help, --version, KERNEL', () => {
   });
 
   it('names itself after argv[0]', () => {
-    const link = join(dir, 'mytender');
+    const link = scratch.path('mytender');
     symlinkSync(tender, link);
     const r = runSync(link, ['--version']);
     expect(r.stderr).toMatch(/^mytender tender, version /);

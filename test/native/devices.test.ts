@@ -1,10 +1,8 @@
 // Block devices on the command line and in the guest (solo5.md §1.4, §3.11, §3.13): option
 // syntax, manifest matching and file errors are decided before KVM; size checks, the attach
 // check and the guest's own I/O after it.
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
 import { kvmUsable } from './kvm.js';
 import { fnv1a, blkPattern as pattern } from './layout.js';
 import {
@@ -16,16 +14,9 @@ import {
   requireBuilt,
   runTender,
 } from './native.js';
+import { scratchDir } from './scratch.js';
 
-let dir: string;
-let disk: string;
-beforeAll(() => {
-  requireBuilt();
-  dir = mkdtempSync(join(tmpdir(), 'petrel-hvt-blk-'));
-  disk = join(dir, 'disk.img');
-  writeFileSync(disk, Buffer.alloc(2 * 32768));
-});
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
+const scratch = scratchDir('petrel-hvt-blk-', requireBuilt, 2 * 32768);
 
 function invalidOption(r: ReturnType<typeof runTender>, word: string, before?: string): void {
   const lines = r.stderr.split('\n');
@@ -38,7 +29,7 @@ function invalidOption(r: ReturnType<typeof runTender>, word: string, before?: s
 
 describe('--block and --block-sector-size', () => {
   it('a device the manifest does not declare, or declares with another type', () => {
-    const word = `--block:storage=${disk}`;
+    const word = `--block:storage=${scratch.disk}`;
     invalidOption(runTender([word, canary]), word, "Resource not declared in manifest: 'storage'");
     invalidOption(
       runTender(['--net:storage=tap0', canaryBlk]),
@@ -53,11 +44,11 @@ describe('--block and --block-sector-size', () => {
   });
 
   it('a file that cannot be opened read-write ends the run at once, without the usage', () => {
-    const missing = join(dir, 'missing.img');
+    const missing = scratch.path('missing.img');
     const r = runTender([`--block:storage=${missing}`, canaryBlk]);
     expect(r.stderr).toBe(`petrel-hvt: Could not open block device: ${missing}: No such file or directory\n`);
     expect(r.status).toBe(1);
-    const sub = join(dir, 'a-directory');
+    const sub = scratch.path('a-directory');
     mkdirSync(sub);
     expectFailure(
       runTender([`--block:storage=${sub}`, canaryBlk]),
@@ -66,17 +57,16 @@ describe('--block and --block-sector-size', () => {
   });
 
   it('PATH ends at the first blank, as in solo5', () => {
-    const spaced = join(dir, 'with space.img');
-    writeFileSync(spaced, Buffer.alloc(512));
+    const spaced = scratch.file('with space.img', 512);
     const r = runTender([`--block:storage=${spaced}`, canaryBlk]);
-    expectFailure(r, `Could not open block device: ${join(dir, 'with')}: No such file or directory`);
+    expectFailure(r, `Could not open block device: ${scratch.path('with')}: No such file or directory`);
   });
 
   it('malformed words are invalid options with no other message', () => {
     for (const word of [
       '--block:storage=',
       '--block:=x',
-      `--block:${'a'.repeat(68)}=${disk}`,
+      `--block:${'a'.repeat(68)}=${scratch.disk}`,
       '--block:st-orage=x',
       '--block-sector-size:storage=x',
     ]) {
@@ -90,7 +80,7 @@ describe('--block and --block-sector-size', () => {
     for (const size of ['0', '100', '256', '1000', '768', '65536']) {
       const word = `--block-sector-size:storage=${size}`;
       invalidOption(
-        runTender([`--block:storage=${disk}`, word, canaryBlk]),
+        runTender([`--block:storage=${scratch.disk}`, word, canaryBlk]),
         word,
         'Block size must be a multiple of 2 greater than or equal 512',
       );
@@ -102,7 +92,7 @@ describe('--block and --block-sector-size', () => {
       expectReachedKvm(
         runTender([
           `--block-sector-size:storage=${size}`,
-          `--block:storage=${disk}`,
+          `--block:storage=${scratch.disk}`,
           '--mem=2',
           canaryBlk,
           'exit',
@@ -112,7 +102,7 @@ describe('--block and --block-sector-size', () => {
       );
       expectReachedKvm(
         runTender([
-          `--block:storage=${disk}`,
+          `--block:storage=${scratch.disk}`,
           `--block-sector-size:storage=${size}`,
           '--mem=2',
           canaryBlk,
@@ -127,14 +117,12 @@ describe('--block and --block-sector-size', () => {
 
 describe('checks made after KVM is open (§1.8 step 9)', () => {
   it('the capacity must be a multiple of the sector size', () => {
-    const odd = join(dir, 'odd.img');
-    writeFileSync(odd, Buffer.alloc(1000));
+    const odd = scratch.file('odd.img', 1000);
     expectLateFailure(
       [`--block:storage=${odd}`, '--mem=2', canaryBlk],
       'storage: Backing storage size must be block aligned (512 bytes)',
     );
-    const three = join(dir, 'three.img');
-    writeFileSync(three, Buffer.alloc(3 * 512));
+    const three = scratch.file('three.img', 3 * 512);
     expectLateFailure(
       [`--block:storage=${three}`, '--block-sector-size:storage=1024', '--mem=2', canaryBlk],
       'storage: Backing storage size must be block aligned (1024 bytes)',
@@ -142,7 +130,7 @@ describe('checks made after KVM is open (§1.8 step 9)', () => {
   });
 
   it('the capacity must be at least one sector', () => {
-    const empty = join(dir, 'empty.img');
+    const empty = scratch.path('empty.img');
     writeFileSync(empty, '');
     expectLateFailure(
       [`--block:storage=${empty}`, '--mem=2', canaryBlk],
@@ -168,8 +156,7 @@ describe.skipIf(!kvmUsable)('the guest writes and reads every sector (blk mode)'
   ])(
     'sector size %i, %i sectors: the file holds the pattern and the checksum matches',
     (size, sectors) => {
-      const file = join(dir, `blk-${size}.img`);
-      writeFileSync(file, Buffer.alloc(size * sectors, 0xee));
+      const file = scratch.file(`blk-${size}.img`, size * sectors, 0xee);
       const r = runTender(
         [`--block:storage=${file}`, `--block-sector-size:storage=${size}`, '--mem=2', canaryBlk, 'blk'],
         60_000,

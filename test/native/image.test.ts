@@ -1,11 +1,9 @@
 // Which images petrel-hvt accepts, with solo5-hvt's rules and texts: the ELF header and the
 // Solo5 notes (solo5.md §2.1-§2.4, checked before KVM) and the segments (§3.6, checked after).
 // Each case patches a copy of a built canary.
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { afterAll, beforeAll, describe, it } from 'vitest';
-import { type Elf, NOTE_ABI, NOTE_MANIFEST, PT_LOAD, parseElf, solo5Note } from './elf.js';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { describe, it } from 'vitest';
+import { type Elf, NOTE_ABI, NOTE_MANIFEST, PT_LOAD, solo5Note } from './elf.js';
 import {
   canary,
   canaryBlk,
@@ -15,23 +13,13 @@ import {
   requireBuilt,
   runTender,
 } from './native.js';
+import { scratchDir } from './scratch.js';
 
-let dir: string;
-let serial = 0;
-beforeAll(() => {
-  requireBuilt();
-  dir = mkdtempSync(join(tmpdir(), 'petrel-hvt-image-'));
-});
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
+const scratch = scratchDir('petrel-hvt-image-', requireBuilt);
 
 /** A patched copy of a built image. */
-function patched(from: string, edit: (b: Buffer, elf: Elf) => void): string {
-  const b = readFileSync(from);
-  edit(b, parseElf(b));
-  const path = join(dir, `image-${serial++}.hvt`);
-  writeFileSync(path, b);
-  return path;
-}
+const patched = (from: string, edit: (b: Buffer, elf: Elf) => void): string =>
+  scratch.patched(from, edit, 'hvt');
 
 const abi = (elf: Elf) => solo5Note(elf, NOTE_ABI);
 const mft = (elf: Elf) => solo5Note(elf, NOTE_MANIFEST);
@@ -40,18 +28,18 @@ const entry = (elf: Elf, i: number) => mft(elf).at + 32 + 104 * i;
 
 describe('the ELF header (§2.1)', () => {
   it('a missing file: "KERNEL: Could not open: <errno text>"', () => {
-    const path = join(dir, 'nothing-here.hvt');
+    const path = scratch.path('nothing-here.hvt');
     expectFailure(runTender([path]), `${path}: Could not open: No such file or directory`);
   });
 
   it('an empty or short file: the header size it read', () => {
-    const empty = join(dir, 'empty.hvt');
+    const empty = scratch.path('empty.hvt');
     writeFileSync(empty, '');
     expectFailure(
       runTender([empty]),
       `${empty}: invalid executable: elf header does not match the expected size (0 != 64)`,
     );
-    const short = join(dir, 'short.hvt');
+    const short = scratch.path('short.hvt');
     writeFileSync(short, readFileSync(canary).subarray(0, 10));
     expectFailure(
       runTender([short]),
@@ -60,7 +48,7 @@ describe('the ELF header (§2.1)', () => {
   });
 
   it('anything but a static x86_64 ELF64 executable is refused with one text', () => {
-    const text = join(dir, 'text.hvt');
+    const text = scratch.path('text.hvt');
     writeFileSync(text, 'x'.repeat(200));
     const cases = [
       text,

@@ -3,10 +3,8 @@
 // canary images. The parsing, notes and manifest code is common/ and shared with petrel-hvt,
 // whose own tests cover it in depth; these show it speaks as solo5-spt, and with SOLO5_SPT set
 // each failure is also produced by the real solo5-spt and compared (runBoth).
-import { mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
 import {
   type Elf,
   NOTE_ABI,
@@ -20,6 +18,7 @@ import {
   sptShape,
 } from './elf.js';
 import { canary, canaryBlk, canaryNet, runSync } from './native.js';
+import { scratchDir } from './scratch.js';
 import {
   expectInvalidOption,
   expectSptFailure,
@@ -52,22 +51,11 @@ const usage = (prog: string) =>
     '',
   ].join('\n');
 
-let dir: string;
-let serial = 0;
-beforeAll(() => {
-  requireSptBuilt();
-  dir = mkdtempSync(join(tmpdir(), 'petrel-spt-cli-'));
-});
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
+const scratch = scratchDir('petrel-spt-cli-', requireSptBuilt);
 
 /** A patched copy of a built image. */
-function patched(from: string, edit: (b: Buffer, elf: Elf) => void): string {
-  const b = readFileSync(from);
-  edit(b, parseElf(b));
-  const path = join(dir, `image-${serial++}.spt`);
-  writeFileSync(path, b);
-  return path;
-}
+const patched = (from: string, edit: (b: Buffer, elf: Elf) => void): string =>
+  scratch.patched(from, edit, 'spt');
 
 describe('pass 1: --version, --help, KERNEL', () => {
   it(`--version: two lines on stderr, the second exactly "ABI version ${SPT_ABI_VERSION}", exit 0`, () => {
@@ -88,7 +76,7 @@ describe('pass 1: --version, --help, KERNEL', () => {
       stdout: '',
       stderr: usage('petrel-spt'),
     });
-    const link = join(dir, 'mytender');
+    const link = scratch.path('mytender');
     symlinkSync(spt, link);
     expect(runSync(link, ['--help']).stderr).toBe(usage('mytender'));
   });
@@ -160,16 +148,16 @@ describe('pass 2: options before KERNEL', () => {
 
 describe('the image (solo5-spt.md §1.2, §1.3, §5.3)', () => {
   it("a missing file, a non-ELF file and a host executable: solo5's texts, exit 1", () => {
-    const missing = join(dir, 'nothing.spt');
+    const missing = scratch.path('nothing.spt');
     const same = { sameStderr: true };
     expectSptFailure(runBoth([missing], same), `${missing}: Could not open: No such file or directory`);
-    const text = join(dir, 'text.spt');
+    const text = scratch.path('text.spt');
     writeFileSync(text, 'not an executable at all, but long enough to hold an ELF header of 64 bytes\n');
     expectSptFailure(
       runBoth([text], same),
       `${text}: invalid executable: invalid or unsupported executable (elf header invalid while loading note)`,
     );
-    const short = join(dir, 'short.spt');
+    const short = scratch.path('short.spt');
     writeFileSync(short, 'hello\n');
     expectSptFailure(
       runBoth([short], same),
@@ -242,8 +230,7 @@ describe('the image (solo5-spt.md §1.2, §1.3, §5.3)', () => {
 
 describe('the manifest against the command line (solo5.md §1.4)', () => {
   it('a device the manifest does not declare, or declares with the other type', () => {
-    const disk = join(dir, 'disk.img');
-    writeFileSync(disk, Buffer.alloc(4096));
+    const disk = scratch.file('disk.img', 4096);
     const word = `--block:storage=${disk}`;
     expectInvalidOption(runSpt([word, sptCanary]), word, "Resource not declared in manifest: 'storage'");
     expectInvalidOption(
@@ -268,19 +255,18 @@ describe('the manifest against the command line (solo5.md §1.4)', () => {
   });
 
   it("block file errors and size checks have solo5's texts", () => {
-    const missing = join(dir, 'missing.img');
+    const missing = scratch.path('missing.img');
     const same = { sameStderr: true };
     expectSptFailure(
       runBoth([`--block:storage=${missing}`, sptCanaryBlk], same),
       `Could not open block device: ${missing}: No such file or directory`,
     );
-    const odd = join(dir, 'odd.img');
-    writeFileSync(odd, Buffer.alloc(1000));
+    const odd = scratch.file('odd.img', 1000);
     expectSptFailure(
       runBoth([`--block:storage=${odd}`, '--mem=2', sptCanaryBlk], same),
       'storage: Backing storage size must be block aligned (512 bytes)',
     );
-    const empty = join(dir, 'empty.img');
+    const empty = scratch.path('empty.img');
     writeFileSync(empty, '');
     expectSptFailure(
       runBoth([`--block:storage=${empty}`, '--mem=2', sptCanaryBlk], same),

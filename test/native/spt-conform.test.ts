@@ -2,13 +2,12 @@
 // spt tender must give an unmodified guest, built the way solo5 builds applications (stack
 // protector with a global guard, SSE, thread variables, solo5's program-header layout). Each runs
 // under petrel-spt and, with SOLO5_SPT set, under solo5-spt, with the same output and status.
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
 import { parseElf, SOLO5_SPT_SHAPE, sptShape } from './elf.js';
 import { type Outcome, runSync, tapPeer } from './native.js';
 import { canMakeNetns, namespaceForTests } from './netns.js';
+import { scratchDir } from './scratch.js';
 import {
   conform,
   conformBlk,
@@ -19,12 +18,7 @@ import {
   sptTenders,
 } from './spt.js';
 
-let dir: string;
-beforeAll(() => {
-  requireSptBuilt();
-  dir = mkdtempSync(join(tmpdir(), 'petrel-spt-conform-'));
-});
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
+const scratch = scratchDir('petrel-spt-conform-', requireSptBuilt);
 
 const lines = (...ls: string[]) => ls.map((l) => `${l}\n`).join('');
 
@@ -120,7 +114,7 @@ describe('block device', () => {
   it.each([512, 4096])(
     'sector size %i: sectors 0, 1 and the last written and read back; out-of-bounds requests refused',
     (size) => {
-      const file = join(dir, `blk-${size}.img`);
+      const file = scratch.path(`blk-${size}.img`);
       const capacity = 64 * 1024;
       const args = [
         `--block:storage=${file}`,

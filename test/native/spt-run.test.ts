@@ -3,13 +3,12 @@
 // the entry state and boot information of §2.4-§2.6 as the guest reads it, sleeping, console
 // throughput, faults (SIGSEGV, 139), and bad pointers, which the kernel refuses without involving
 // the tender. With SOLO5_SPT set, every run is repeated under the real solo5-spt (runBoth).
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { readFileSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
 import { parseElf } from './elf.js';
 import { GENERAL_REGISTERS_BUT_RDI_RSP, hex, kernelEnd, keyValues } from './layout.js';
 import { EXIT_STATUSES, runSync, start } from './native.js';
+import { scratchDir } from './scratch.js';
 import {
   expectKilled,
   requireSptBuilt,
@@ -23,15 +22,7 @@ import {
   sptCanaryBlk,
 } from './spt.js';
 
-let dir: string;
-let disk: string;
-beforeAll(() => {
-  requireSptBuilt();
-  dir = mkdtempSync(join(tmpdir(), 'petrel-spt-run-'));
-  disk = join(dir, 'disk.img');
-  writeFileSync(disk, Buffer.alloc(4096));
-});
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
+const scratch = scratchDir('petrel-spt-run-', requireSptBuilt, 4096);
 
 describe('console and exit', () => {
   it('hello hi: "petrel-canary hi", then when the guest began on the host\'s own clock, exit 0', () => {
@@ -118,7 +109,7 @@ describe('the entry state and boot information (solo5-spt.md §2.4-§2.6), read 
     [64, sptCanaryBlk, ['block']],
   ])('--mem=%i, %s', (mem, image, devices) => {
     const memSize = mem * 0x100000;
-    const args = devices.length > 0 ? [`--block:storage=${disk}`] : [];
+    const args = devices.length > 0 ? [`--block:storage=${scratch.disk}`] : [];
     const entries = devices.length + 1;
     const mft = SPT_BOOT_INFO + SPT_BOOT_INFO_SIZE;
     const entry = hex(parseElf(readFileSync(image)).entry);

@@ -2,22 +2,13 @@
 // it, or with arguments outside it, kills the whole process with SIGSYS (159), before the call
 // does anything. The allowed calls are exercised by every other spt test (console, clocks,
 // waiting, block and tap I/O). With SOLO5_SPT set, solo5-spt must kill the same calls.
-import { closeSync, mkdtempSync, openSync, readSync, rmSync, truncateSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { closeSync, openSync, readSync, rmSync, truncateSync, writeFileSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
 import { fnv1a } from './layout.js';
+import { scratchDir } from './scratch.js';
 import { expectKilled, requireSptBuilt, runBoth, sptCanary, sptCanaryBlk } from './spt.js';
 
-let dir: string;
-let disk: string;
-beforeAll(() => {
-  requireSptBuilt();
-  dir = mkdtempSync(join(tmpdir(), 'petrel-spt-sandbox-'));
-  disk = join(dir, 'disk.img');
-  writeFileSync(disk, Buffer.alloc(8 * 512));
-});
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
+const scratch = scratchDir('petrel-spt-sandbox-', requireSptBuilt, 8 * 512);
 
 describe('calls outside the allow-list kill the guest with SIGSYS', () => {
   it.each([
@@ -38,7 +29,7 @@ describe('calls outside the allow-list kill the guest with SIGSYS', () => {
     ['short', 'half a sector'],
     ['past', 'the sector at the capacity'],
   ])('block I/O other than a sector inside the device: forbidden %s (%s)', (what) => {
-    const r = runBoth([`--block:storage=${disk}`, '--mem=2', sptCanaryBlk, 'forbidden', what]);
+    const r = runBoth([`--block:storage=${scratch.disk}`, '--mem=2', sptCanaryBlk, 'forbidden', what]);
     expectKilled(r, 'SIGSYS');
     expect(r.stdout).toBe(`petrel-canary forbidden ${what}\n`);
   });
@@ -46,7 +37,7 @@ describe('calls outside the allow-list kill the guest with SIGSYS', () => {
 
 describe('offsets beyond 4 GiB (the filter compares both 32-bit halves)', () => {
   it('a sparse 5 GiB device: the last sector is allowed, the one past it is not', () => {
-    const big = join(dir, 'big.img');
+    const big = scratch.path('big.img');
     writeFileSync(big, '');
     truncateSync(big, 5 * 2 ** 30);
     try {

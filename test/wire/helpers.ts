@@ -8,6 +8,7 @@ import { unwrap } from '../../src/resources/errors.js';
 import { type Name, parseName } from '../../src/resources/name.js';
 import { makePolicy, type Policy, type PolicyInput } from '../../src/resources/policy.js';
 import type { WireResult } from '../../src/wire/errors.js';
+import { solo5Config } from '../../src/wire/shapes.js';
 import type { Command, Data, Payload, Reply, UnikernelConfig, Wire } from '../../src/wire/types.js';
 
 /** `<repo>/../shared/vectors/albatross-2.1`. */
@@ -74,22 +75,11 @@ export function failed<T>(result: WireResult<T>, code?: string) {
   return result.error;
 }
 
-/** The minimal UnikernelConfig of §6.3. */
-export const MINIMAL_CONFIG: UnikernelConfig = {
-  typ: 'solo5',
-  compressed: false,
-  image: ascii('IMG'),
-  startup: null,
-  addName: true,
-  failBehaviour: { kind: 'quit' },
-  cpuids: [0],
-  memory: 32,
-  blocks: [],
-  bridges: [],
-  arguments: null,
-  cpus: 1,
-  linuxBootPartition: null,
-};
+/**
+ * The minimal UnikernelConfig of §6.3: Albatross' client defaults (solo5Config) for the image
+ * `IMG`. The spec vectors pin its encoding, so those defaults cannot drift unnoticed.
+ */
+export const MINIMAL_CONFIG: UnikernelConfig = solo5Config(ascii('IMG'));
 
 /** A TLV with a computed (short or long form) length around hex contents. */
 export function tlv(tag: string, ...contents: string[]): string {
