@@ -1,46 +1,18 @@
 // What a node stores in the registry: the probe's capability report, the runtimes it
 // serves, and its capacity; how stored JSON is read back, where anything absent or malformed is false.
 
+import type {
+  BridgeCapability,
+  HostCapabilities,
+  TenderCapability,
+  TenderKind,
+} from '../resources/capabilities.js';
 import { err, ok, type PetrelError, type Result } from '../resources/errors.js';
 
-export type TenderKind = 'hvt' | 'spt';
+export type { BridgeCapability, TenderCapability, TenderKind } from '../resources/capabilities.js';
 
-export interface TenderCapability {
-  readonly kind: TenderKind;
-  /** Absolute path of the tender executable. */
-  readonly path: string;
-  /** The banner of its `--version` output (`solo5-hvt tender, version v0.12.1`). */
-  readonly version: string;
-  /** N of its `ABI version N` line. */
-  readonly abi: number;
-}
-
-export interface BridgeCapability {
-  readonly name: string;
-  readonly up: boolean;
-}
-
-/**
- * What a probe found on one host, as plain JSON. Produced by probing, never by configuration, and
- * replaced wholesale by every report. A capability that is absent is false.
- */
-export interface CapabilityReport {
-  /** The KVM device could be opened read-write and answered KVM_GET_API_VERSION. */
-  readonly kvm: boolean;
-  /** Every tender found whose `--version` printed an ABI line. */
-  readonly tenders: readonly TenderCapability[];
-  /** /dev/net/tun could be opened. */
-  readonly tun: boolean;
-  readonly bridges: readonly BridgeCapability[];
-  /** Online CPUs of the host. */
-  readonly cpus: number;
-  /** Memory of the host in MiB. */
-  readonly memoryMiB: number;
-  /** Space available for block devices in the state directory, in MiB. */
-  readonly blockStorageMiB: number;
-  /** The daemon can create a tap (CAP_NET_ADMIN). */
-  readonly netAdmin: boolean;
-}
+/** What a probe found on one host, as the registry stores it: replaced wholesale by every report. */
+export type CapabilityReport = HostCapabilities;
 
 /** What a node sends at each heartbeat: the probe's report and its `--runtimes`. */
 export interface NodeReport extends CapabilityReport {

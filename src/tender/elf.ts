@@ -2,6 +2,7 @@
 // through the PT_NOTE program headers), with solo5's error texts and Albatross' stricter checks.
 
 import { constants, type FileHandle, open } from 'node:fs/promises';
+import type { TenderKind } from '../resources/capabilities.js';
 import { err, ok, type PetrelError, type Result } from '../resources/errors.js';
 
 export const ABI_NOTE_TYPE = 0x31494241; // "ABI1"
@@ -311,7 +312,7 @@ function readManifest(r: Reader, note: Note, fail: Failer): Result<readonly Mani
   return ok(devices);
 }
 
-export type TenderKind = 'hvt' | 'spt';
+export type { TenderKind };
 
 /** The tender an ABI note asks for; other targets are Albatross' `unsupported solo5 target %s`. */
 export function tenderKindOf(abi: AbiNote): Result<TenderKind, PetrelError<'E_SOLO5_TARGET'>> {

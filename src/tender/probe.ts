@@ -11,8 +11,13 @@ import { runCommand } from '../host/command.js';
 import { listLinks, type NetOptions, runIp } from '../host/ip.js';
 import { blockDir } from '../host/paths.js';
 import { checkTapPrefix, DEFAULT_TAP_PREFIX, removeTap } from '../host/tap.js';
+import type {
+  BridgeCapability,
+  HostCapabilities,
+  TenderCapability,
+  TenderKind,
+} from '../resources/capabilities.js';
 import { ABI_VERSION } from './abi.js';
-import type { TenderKind } from './elf.js';
 import { bundledHvtPath, findTender } from './lookup.js';
 import { bundledSseGuest, probeSse, type SseGuest } from './sse-probe.js';
 import { runTenderVersion, type TenderVersion } from './version.js';
@@ -20,21 +25,7 @@ import { runTenderVersion, type TenderVersion } from './version.js';
 /** The KVM API version every kernel since 2.6.22 reports and solo5-hvt requires (solo5.md §1.13). */
 export const KVM_API_VERSION = 12;
 
-export interface TenderCapability {
-  readonly kind: TenderKind;
-  /** Absolute path of the tender executable. */
-  readonly path: string;
-  /** The first line of `--version` (`solo5-hvt tender, version v0.12.1`). */
-  readonly version: string;
-  /** N of its `ABI version N` line; a tender without such a line is not listed. */
-  readonly abi: number;
-}
-
-export interface BridgeCapability {
-  readonly name: string;
-  /** Administratively up (`ip link` flag UP). */
-  readonly up: boolean;
-}
+export type { BridgeCapability, TenderCapability } from '../resources/capabilities.js';
 
 /** The capabilities a report can say something about; preflight names its checks after them. */
 export type CapabilityName =
@@ -55,34 +46,15 @@ export interface ProbeProblem {
   readonly hint: string;
 }
 
-/**
- * One probe of the host. Field names are the fleet registry's JSON shape (src/fleet); absent is
- * false, 0 or empty, so an unprobed host and an incapable one look the same.
- */
-export interface CapabilityReport {
+/** One probe of the host: what the fleet registry stores (src/resources/capabilities.ts), and more. */
+export interface CapabilityReport extends HostCapabilities {
   /** When the probe started, ISO 8601. */
   readonly probedAt: string;
-  /** The KVM device opened read-write and answered KVM_GET_API_VERSION with 12. */
-  readonly kvm: boolean;
   /**
    * An hvt guest ran an SSE instruction (true) or was killed by one (false: a nested software
    * KVM, kvm-pvm). Absent when not tried (no KVM, no bundled tender) or when the run told nothing.
    */
   readonly hvtSse?: boolean;
-  /** Every tender found whose `--version` printed an ABI line (hvt before spt). */
-  readonly tenders: readonly TenderCapability[];
-  /** The tun device opened read-write. */
-  readonly tun: boolean;
-  /** Every bridge, sorted by name. */
-  readonly bridges: readonly BridgeCapability[];
-  /** Online processors. */
-  readonly cpus: number;
-  /** Physical memory, MiB rounded down. */
-  readonly memoryMiB: number;
-  /** Total size of the file system holding `<state-dir>/block`, MiB rounded down (semantics §4.6). */
-  readonly blockStorageMiB: number;
-  /** A tap could really be created and deleted. */
-  readonly netAdmin: boolean;
   /** For each capability found absent or unusable: why. Empty when everything was there. */
   readonly problems: Readonly<Partial<Record<CapabilityName, ProbeProblem>>>;
 }
