@@ -1,5 +1,5 @@
-// `petrel fleet migrate|nodes|explain|create`: the operator's view of the node registry, a thin
-// shell over src/fleet (argument parsing, one database pool per run, printing).
+// `petrel fleet migrate|nodes|explain|create|deploy|ls|rm`: the operator's view of the fleet
+// registry, a thin shell over src/fleet (argument parsing, one database pool per run, printing).
 
 import { parseArgs } from 'node:util';
 import type pg from 'pg';
@@ -26,6 +26,7 @@ import {
   type Values,
   type Workload,
 } from './fleet/common.js';
+import { LS_HELP, runList } from './fleet/list.js';
 
 // Where the tests and other callers have always found them.
 export type { RemoteCreateRequest, RemoteCreator };
@@ -53,17 +54,20 @@ export function makeFleetCommand(creator: RemoteCreator): CliCommand {
       const { values, positionals } = parsed;
       const [action, ...rest] = positionals;
       if (values.help === true) {
-        io.stdout(USAGE);
+        io.stdout(await helpOf(action));
         return EXIT.OK;
       }
       if (action === undefined) return usageError(io, 'missing action');
       if (!ACTIONS.includes(action)) return usageError(io, `unknown action '${action}'`);
+      if (values.replicas !== undefined && action !== 'deploy')
+        return usageError(io, '--replicas is for deploy');
+      if (values.under !== undefined && action !== 'ls') return usageError(io, '--under is for ls');
       if (values.db === undefined) return usageError(io, `${action} needs --db URL`);
       const freshMs = values.fresh === undefined ? DEFAULT_FRESH_MS : Number(values.fresh) * 1000;
       if (!(Number.isFinite(freshMs) && freshMs > 0)) {
         return usageError(io, '--fresh must be a positive number');
       }
-      if ((action === 'migrate' || action === 'nodes') && rest.length > 0) {
+      if ((action === 'migrate' || action === 'nodes' || action === 'ls') && rest.length > 0) {
         return usageError(io, `${action} takes no arguments`);
       }
       // One connection for the whole command, closed before returning.
@@ -71,6 +75,12 @@ export function makeFleetCommand(creator: RemoteCreator): CliCommand {
       try {
         if (action === 'migrate') return await runMigrate(io, pool);
         if (action === 'nodes') return await runNodes(io, new Registry(pool), values.json === true, freshMs);
+        if (action === 'ls') return await runList(io, pool, values);
+        // Signing loads the certificate code: only these two actions pay for it.
+        if (action === 'deploy')
+          return await (await import('./fleet/deploy.js')).runDeploy(io, pool, rest, values);
+        if (action === 'rm')
+          return await (await import('./fleet/deploy.js')).runRemove(io, pool, rest, values);
         const workload = await readWorkload(io, rest, values);
         if (typeof workload === 'number') return workload;
         const registry = new Registry(pool);
@@ -85,7 +95,17 @@ export function makeFleetCommand(creator: RemoteCreator): CliCommand {
 
 export const fleetCommand: CliCommand = makeFleetCommand(tlsCreator);
 
-const ACTIONS: readonly string[] = ['migrate', 'nodes', 'explain', 'create'];
+const ACTIONS: readonly string[] = ['migrate', 'nodes', 'explain', 'create', 'deploy', 'ls', 'rm'];
+
+/** `petrel fleet ACTION --help`: the action's own help where it has one, else the whole usage. */
+async function helpOf(action: string | undefined): Promise<string> {
+  if (action === 'ls') return LS_HELP;
+  if (action === 'deploy' || action === 'rm') {
+    const { DEPLOY_HELP, RM_HELP } = await import('./fleet/deploy.js');
+    return action === 'deploy' ? DEPLOY_HELP : RM_HELP;
+  }
+  return USAGE;
+}
 
 async function runMigrate(io: CliIo, pool: pg.Pool): Promise<number> {
   const migrations = await loadMigrations();

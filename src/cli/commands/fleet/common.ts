@@ -18,6 +18,10 @@ export const USAGE = `usage:
   petrel fleet explain NAME IMAGE --db URL [CREATE OPTIONS] [--json]
   petrel fleet create NAME IMAGE --db URL [CREATE OPTIONS] [--arg ARG]...
                       [--tls-ca FILE --tls-cert FILE --tls-key FILE]
+  petrel fleet deploy NAME IMAGE --db URL [CREATE OPTIONS] [--arg ARG]... [--replicas N]
+                      --tls-cert FILE --tls-key FILE [--tls-ca FILE] [--json]
+  petrel fleet ls --db URL [--under PATH] [--json]
+  petrel fleet rm NAME --db URL --tls-cert FILE --tls-key FILE [--tls-ca FILE] [--json]
 
 migrate  applies the registry's schema migrations in order (a no-op when up to date)
 nodes    lists the registered nodes: the runtimes each serves (its --runtimes that its probe
@@ -26,6 +30,11 @@ explain  shows, per node, what it serves, its free capacity net of reservations,
          cannot run the unikernel, and the node create would pick
 create   reserves room on the chosen node, creates the unikernel there over mutual TLS, records
          the placement; a node that refuses is left out and the next qualifying node tried
+deploy   records a deployment the fleet keeps running, signed by your delegation: the image is
+         stored in the registry once, each replica waits unplaced for the nodes to place it
+ls       lists the deployments and where each replica stands
+rm       records, signed by your delegation, that a deployment is to be removed
+         (nodes do not act on deployments yet: deploy, ls and rm only keep the registry's record)
 
 CREATE OPTIONS (the runtime and ABI version come from IMAGE's solo5 ABI note):
   --mem MIB          memory (default 32)
@@ -40,8 +49,9 @@ of placements it has not reported yet (a reservation ends when the node reports 
 when the create fails, or after 2 minutes).
 Choice rule: the most free memory after the placement; ties by a hash of NAME and the node id, so
 equal nodes take turns. With --node, only that node, never another.
-Exit status: 0 on success, 1 when no node qualifies, every node tried refused, or the registry
-fails, 2 on a usage error.
+\`petrel fleet deploy --help\` (ls, rm) shows an action's own help, with examples.
+Exit status: 0 on success, 1 when no node qualifies, every node tried refused, a delegation or its
+policy refuses, or the registry fails, 2 on a usage error.
 `;
 
 export const OPTIONS = {
@@ -53,6 +63,8 @@ export const OPTIONS = {
   net: { type: 'string', multiple: true },
   node: { type: 'string' },
   arg: { type: 'string', multiple: true },
+  replicas: { type: 'string' },
+  under: { type: 'string' },
   'tls-ca': { type: 'string' },
   'tls-cert': { type: 'string' },
   'tls-key': { type: 'string' },
