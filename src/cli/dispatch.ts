@@ -19,7 +19,7 @@ export const SUBCOMMANDS: Readonly<Record<string, Subcommand>> = {
     load: async () => (await import('./commands/wire.js')).wireCommand,
   },
   fleet: {
-    summary: 'the fleet registry: migrate its schema, list nodes, explain and create placements',
+    summary: 'the fleet registry: migrate its schema, list nodes, place unikernels, record deployments',
     load: async () => (await import('./commands/fleet.js')).fleetCommand,
   },
   create: {

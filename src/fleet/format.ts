@@ -1,8 +1,10 @@
-// How nodes and placement verdicts are shown to operators: aligned text tables and the JSON of
-// `petrel fleet nodes|explain --json`. Pure.
+// How nodes, placement verdicts and deployments are shown to operators: aligned text tables and
+// the JSON of `petrel fleet nodes|explain|ls --json`. Pure.
 
 import { readCapabilities, readResources, readTotals, type StoredCapabilities } from './capabilities.js';
-import { NOTHING_RESERVED, type NodeVerdict, type Reserved } from './placement.js';
+import type { Assignment } from './deployment.js';
+import type { Deployment } from './deployments.js';
+import { describeRequirements, NOTHING_RESERVED, type NodeVerdict, type Reserved } from './placement.js';
 import type { ReservationRecord, Snapshot } from './registry.js';
 
 function table(header: readonly string[], rows: readonly (readonly string[])[]): string {
@@ -125,4 +127,68 @@ export function formatVerdicts(verdicts: readonly NodeVerdict[]): string {
     v.reasons.length === 0 ? 'ok' : v.reasons.join(', '),
   ]);
   return table(['NODE', 'SERVES', 'FREE', 'RESERVED', 'VERDICT'], rows);
+}
+
+/** What `ls --json` shows: each deployment as recorded (not its proofs) with its replicas. */
+export function deploymentsJson(deployments: readonly Deployment[], assignments: readonly Assignment[]) {
+  return {
+    deployments: deployments.map(({ request: r, createdAt, removal }) => ({
+      name: r.name,
+      replicas: r.replicas,
+      image: r.image,
+      requirements: r.requirements,
+      blockDevices: r.blockDevices,
+      node: r.node,
+      createdAt: createdAt.toISOString(),
+      removedAt: removal === null ? null : removal.at.toISOString(),
+      assignments: assignments
+        .filter((a) => a.name === r.name)
+        .map((a) => ({
+          index: a.index,
+          node: a.node,
+          state: a.state,
+          generation: a.generation,
+          since: a.since.toISOString(),
+          reason: a.reason,
+        })),
+    })),
+  };
+}
+
+/** Per deployment, a line saying what was asked, then a row per replica. */
+export function formatDeployments(
+  deployments: readonly Deployment[],
+  assignments: readonly Assignment[],
+): string {
+  if (deployments.length === 0) return 'no deployments\n';
+  return deploymentsJson(deployments, assignments)
+    .deployments.map((d) => {
+      const copies = `${d.replicas} replica${d.replicas === 1 ? '' : 's'}`;
+      const pin = d.node === null ? '' : `, pinned to node ${d.node}`;
+      const blocks =
+        d.blockDevices === 0 ? '' : `, ${d.blockDevices} block device${d.blockDevices === 1 ? '' : 's'}`;
+      const what = `${copies} of image ${d.image.sha256.slice(0, 12)} (${d.image.size} bytes), ${describeRequirements(d.requirements)}${blocks}${pin}`;
+      const when =
+        d.removedAt === null
+          ? `recorded ${d.createdAt}`
+          : `removed ${d.removedAt}: each node destroys its copy, then the replicas are retired`;
+      const rows = d.assignments.map((a) => [
+        String(a.index),
+        a.node ?? '-',
+        a.state,
+        String(a.generation),
+        a.since,
+        a.reason ?? '-',
+      ]);
+      const replicas =
+        rows.length === 0
+          ? '  no replicas\n'
+          : table(['REPLICA', 'NODE', 'STATE', 'GENERATION', 'SINCE', 'REASON'], rows)
+              .trimEnd()
+              .split('\n')
+              .map((line) => `  ${line}\n`)
+              .join('');
+      return `${d.name}: ${what}; ${when}\n${replicas}`;
+    })
+    .join('\n');
 }

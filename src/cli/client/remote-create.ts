@@ -7,8 +7,9 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { parseNodeAddress } from '../../fleet/node.js';
 import { err, ok, type Result } from '../../resources/errors.js';
-import { childName, parseName, printName } from '../../resources/name.js';
+import { childName, type Path, parseName, printName } from '../../resources/name.js';
 import { solo5Config } from '../../wire/shapes.js';
+import type { CreateCommand, NetSpec } from '../../wire/types.js';
 import { parseNet } from './config.js';
 import { Stop } from './shell.js';
 
@@ -35,14 +36,23 @@ export interface RemoteCreator {
 }
 
 /**
- * The endpoint puts the delegation's path before a bare label (src/tls/client.ts 2.), so `web`
- * with alice's delegation is `alice:web` on the node; a name with a path is the full name already.
+ * NAME as a delegation at `delegation` means it: the endpoint puts the delegation's path before a
+ * bare label (src/tls/client.ts 2.), so `web` with alice's delegation is `alice:web`; a name with
+ * a path is the full name already. `fleet deploy` and `fleet rm` sign for this name.
  */
-async function nameOnNode(name: string, cert: string | undefined): Promise<Result<string>> {
+export function nameUnder(name: string, delegation: Path): Result<string> {
   const parsed = parseName(name);
   if (!parsed.ok) return parsed;
   const { label } = parsed.value;
-  if (parsed.value.path.length > 0 || cert === undefined || label === null)
+  if (parsed.value.path.length > 0 || label === null) return ok(printName(parsed.value));
+  return ok(printName(childName(delegation, label)));
+}
+
+/** The name the node will know NAME by: nameUnder the --tls-cert delegation's path. */
+async function nameOnNode(name: string, cert: string | undefined): Promise<Result<string>> {
+  const parsed = parseName(name);
+  if (!parsed.ok) return parsed;
+  if (parsed.value.path.length > 0 || cert === undefined || parsed.value.label === null)
     return ok(printName(parsed.value));
   let bytes: Uint8Array;
   try {
@@ -65,7 +75,30 @@ async function nameOnNode(name: string, cert: string | undefined): Promise<Resul
   }
   const delegation = delegationOf(chain);
   if (!delegation.ok) return err('E_FLEET_TLS', `--tls-cert: ${delegation.error.message}`);
-  return ok(printName(childName(delegation.value.path, label)));
+  return nameUnder(name, delegation.value.path);
+}
+
+/** What the fleet's create options ask for, as the create command a node receives (or a proof signs). */
+export function fleetCreate(
+  image: Uint8Array,
+  options: {
+    readonly memoryMiB: number;
+    readonly cpus: number;
+    readonly nets: readonly NetSpec[];
+    readonly args: readonly string[];
+  },
+): CreateCommand {
+  return {
+    type: 'unikernel-create',
+    force: false,
+    release: '2.7',
+    config: solo5Config(image, {
+      memory: options.memoryMiB,
+      bridges: options.nets,
+      arguments: options.args,
+      cpus: options.cpus,
+    }),
+  };
 }
 
 export const tlsCreator: RemoteCreator = {
@@ -86,9 +119,9 @@ export const tlsCreator: RemoteCreator = {
     const port = Number(address.value.slice(colon + 1));
     const name = parseName(request.name);
     if (!name.ok) return name;
-    let bridges: ReturnType<typeof parseNet>[];
+    let nets: NetSpec[];
     try {
-      bridges = request.nets.map(parseNet);
+      nets = request.nets.map(parseNet);
     } catch (e) {
       return err('E_FLEET_TLS', e instanceof Stop ? e.message : String(e));
     }
@@ -100,17 +133,7 @@ export const tlsCreator: RemoteCreator = {
       cert,
       key,
     });
-    const answer = await transport.request(name.value, {
-      type: 'unikernel-create',
-      force: false,
-      release: '2.7',
-      config: solo5Config(request.image, {
-        memory: request.memoryMiB,
-        bridges,
-        arguments: request.args,
-        cpus: request.cpus,
-      }),
-    });
+    const answer = await transport.request(name.value, fleetCreate(request.image, { ...request, nets }));
     if (!answer.ok) return answer;
     if (answer.value.kind === 'failure') return err('E_FLEET_REFUSED', answer.value.message);
     const reply = answer.value.reply.type === 'string' ? answer.value.reply.text : answer.value.reply.type;

@@ -1,79 +1,35 @@
-// `petrel fleet migrate|nodes|explain|create`: the operator's view of the node registry, a thin
-// shell over src/fleet (argument parsing, one database pool per run, printing).
+// `petrel fleet migrate|nodes|explain|create|deploy|ls|rm`: the operator's view of the fleet
+// registry, a thin shell over src/fleet (argument parsing, one database pool per run, printing).
 
 import { parseArgs } from 'node:util';
 import type pg from 'pg';
 import { openDb } from '../../fleet/db.js';
 import { formatNodes, formatVerdicts, nodesJson, verdictsJson } from '../../fleet/format.js';
 import { loadMigrations, migrate } from '../../fleet/migrate.js';
-import { parseNodeId } from '../../fleet/node.js';
 import {
   DEFAULT_FRESH_MS,
   describeRequirements,
   explain,
-  makeRequirements,
   type Placement,
   place,
-  type Requirements,
 } from '../../fleet/placement.js';
 import { Registry } from '../../fleet/registry.js';
-import { err, type PetrelError } from '../../resources/errors.js';
-import { parseName } from '../../resources/name.js';
-import { readSolo5Notes, tenderKindOf } from '../../tender/elf.js';
+import { err } from '../../resources/errors.js';
 import type { RemoteCreateRequest, RemoteCreator } from '../client/remote-create.js';
 import { type CliCommand, type CliIo, EXIT } from '../command.js';
+import {
+  failure,
+  OPTIONS,
+  readWorkload,
+  USAGE,
+  usageError,
+  type Values,
+  type Workload,
+} from './fleet/common.js';
+import { LS_HELP, runList } from './fleet/list.js';
 
 // Where the tests and other callers have always found them.
 export type { RemoteCreateRequest, RemoteCreator };
-
-const USAGE = `usage:
-  petrel fleet migrate --db URL
-  petrel fleet nodes --db URL [--json] [--fresh SECONDS]
-  petrel fleet explain NAME IMAGE --db URL [CREATE OPTIONS] [--json]
-  petrel fleet create NAME IMAGE --db URL [CREATE OPTIONS] [--arg ARG]...
-                      [--tls-ca FILE --tls-cert FILE --tls-key FILE]
-
-migrate  applies the registry's schema migrations in order (a no-op when up to date)
-nodes    lists the registered nodes: the runtimes each serves (its --runtimes that its probe
-         found usable) beside the tenders the probe found, free capacity, live reservations
-explain  shows, per node, what it serves, its free capacity net of reservations, why it can or
-         cannot run the unikernel, and the node create would pick
-create   reserves room on the chosen node, creates the unikernel there over mutual TLS, records
-         the placement; a node that refuses is left out and the next qualifying node tried
-
-CREATE OPTIONS (the runtime and ABI version come from IMAGE's solo5 ABI note):
-  --mem MIB          memory (default 32)
-  --cpus N           vCPUs (default 1); the node must offer that many CPU ids (pins, not used up)
-  --net [NETIF:]BRIDGE[@MAC]   a network on BRIDGE (repeatable); the node must have BRIDGE up
-  --node ID          place only on this node, and only if it qualifies
-  --fresh SECONDS    nodes seen longer ago do not qualify (default 30)
-
-A node qualifies when it was seen within --fresh, serves the image's runtime at its ABI version,
-has its bridges, and has the memory, a unikernel slot and the CPUs free, net of the reservations
-of placements it has not reported yet (a reservation ends when the node reports the unikernel,
-when the create fails, or after 2 minutes).
-Choice rule: the most free memory after the placement; ties by a hash of NAME and the node id, so
-equal nodes take turns. With --node, only that node, never another.
-Exit status: 0 on success, 1 when no node qualifies, every node tried refused, or the registry
-fails, 2 on a usage error.
-`;
-
-const OPTIONS = {
-  db: { type: 'string' },
-  json: { type: 'boolean' },
-  fresh: { type: 'string' },
-  mem: { type: 'string' },
-  cpus: { type: 'string' },
-  net: { type: 'string', multiple: true },
-  node: { type: 'string' },
-  arg: { type: 'string', multiple: true },
-  'tls-ca': { type: 'string' },
-  'tls-cert': { type: 'string' },
-  'tls-key': { type: 'string' },
-  help: { type: 'boolean', short: 'h' },
-} as const;
-
-type Values = ReturnType<typeof parseArgs<{ options: typeof OPTIONS; allowPositionals: true }>>['values'];
 
 /** Creates over mutual TLS with the caller's delegation (src/cli/client/remote-create.ts). */
 const tlsCreator: RemoteCreator = {
@@ -96,21 +52,22 @@ export function makeFleetCommand(creator: RemoteCreator): CliCommand {
         return usageError(io, e instanceof Error ? e.message : String(e));
       }
       const { values, positionals } = parsed;
+      const [action, ...rest] = positionals;
       if (values.help === true) {
-        io.stdout(USAGE);
+        io.stdout(await helpOf(action));
         return EXIT.OK;
       }
-      const [action, ...rest] = positionals;
       if (action === undefined) return usageError(io, 'missing action');
-      if (!['migrate', 'nodes', 'explain', 'create'].includes(action)) {
-        return usageError(io, `unknown action '${action}'`);
-      }
+      if (!ACTIONS.includes(action)) return usageError(io, `unknown action '${action}'`);
+      if (values.replicas !== undefined && action !== 'deploy')
+        return usageError(io, '--replicas is for deploy');
+      if (values.under !== undefined && action !== 'ls') return usageError(io, '--under is for ls');
       if (values.db === undefined) return usageError(io, `${action} needs --db URL`);
       const freshMs = values.fresh === undefined ? DEFAULT_FRESH_MS : Number(values.fresh) * 1000;
       if (!(Number.isFinite(freshMs) && freshMs > 0)) {
         return usageError(io, '--fresh must be a positive number');
       }
-      if ((action === 'migrate' || action === 'nodes') && rest.length > 0) {
+      if ((action === 'migrate' || action === 'nodes' || action === 'ls') && rest.length > 0) {
         return usageError(io, `${action} takes no arguments`);
       }
       // One connection for the whole command, closed before returning.
@@ -118,6 +75,12 @@ export function makeFleetCommand(creator: RemoteCreator): CliCommand {
       try {
         if (action === 'migrate') return await runMigrate(io, pool);
         if (action === 'nodes') return await runNodes(io, new Registry(pool), values.json === true, freshMs);
+        if (action === 'ls') return await runList(io, pool, values);
+        // Signing loads the certificate code: only these two actions pay for it.
+        if (action === 'deploy')
+          return await (await import('./fleet/deploy.js')).runDeploy(io, pool, rest, values);
+        if (action === 'rm')
+          return await (await import('./fleet/deploy.js')).runRemove(io, pool, rest, values);
         const workload = await readWorkload(io, rest, values);
         if (typeof workload === 'number') return workload;
         const registry = new Registry(pool);
@@ -132,14 +95,16 @@ export function makeFleetCommand(creator: RemoteCreator): CliCommand {
 
 export const fleetCommand: CliCommand = makeFleetCommand(tlsCreator);
 
-function usageError(io: CliIo, message: string): number {
-  io.stderr(`petrel fleet: ${message}\n\n${USAGE}`);
-  return EXIT.USAGE;
-}
+const ACTIONS: readonly string[] = ['migrate', 'nodes', 'explain', 'create', 'deploy', 'ls', 'rm'];
 
-function failure(io: CliIo, error: PetrelError): number {
-  io.stderr(`petrel fleet: ${error.code}: ${error.message}\n`);
-  return EXIT.FAILURE;
+/** `petrel fleet ACTION --help`: the action's own help where it has one, else the whole usage. */
+async function helpOf(action: string | undefined): Promise<string> {
+  if (action === 'ls') return LS_HELP;
+  if (action === 'deploy' || action === 'rm') {
+    const { DEPLOY_HELP, RM_HELP } = await import('./fleet/deploy.js');
+    return action === 'deploy' ? DEPLOY_HELP : RM_HELP;
+  }
+  return USAGE;
 }
 
 async function runMigrate(io: CliIo, pool: pg.Pool): Promise<number> {
@@ -164,60 +129,6 @@ async function runNodes(io: CliIo, registry: Registry, json: boolean, freshMs: n
       : formatNodes(snapshot.value, freshMs),
   );
   return EXIT.OK;
-}
-
-interface Workload {
-  readonly name: string;
-  readonly image: Uint8Array;
-  readonly requirements: Requirements;
-}
-
-/** NAME IMAGE and the create options; the runtime and ABI come from the image's ABI note. */
-async function readWorkload(io: CliIo, rest: readonly string[], values: Values): Promise<Workload | number> {
-  const [nameText, imagePath, ...extra] = rest;
-  if (nameText === undefined || imagePath === undefined) return usageError(io, 'needs NAME and IMAGE');
-  if (extra.length > 0) return usageError(io, `unexpected argument '${extra[0]}'`);
-  const name = parseName(nameText);
-  if (!name.ok) return failure(io, name.error);
-  if (name.value.label === null) return usageError(io, `NAME ${nameText} is a path, not a unikernel`);
-  const count = (flag: 'mem' | 'cpus', fallback: number) => {
-    const text = values[flag];
-    return text === undefined ? fallback : /^\d{1,9}$/u.test(text) ? Number(text) : null;
-  };
-  const memoryMiB = count('mem', 32);
-  const cpus = count('cpus', 1);
-  if (memoryMiB === null) return usageError(io, '--mem must be a whole number of MiB');
-  if (cpus === null) return usageError(io, '--cpus must be a whole number');
-  const bridges: string[] = [];
-  for (const net of values.net ?? []) {
-    const bridge = /^(?:[^:@]+:)?([^:@]+)(?:@[0-9a-fA-F:]+)?$/u.exec(net)?.[1];
-    if (bridge === undefined) return usageError(io, `--net ${net}: expected [NETIF:]BRIDGE[@MAC]`);
-    bridges.push(bridge);
-  }
-  if (values.node !== undefined) {
-    const node = parseNodeId(values.node);
-    if (!node.ok) return failure(io, node.error);
-  }
-  let image: Uint8Array;
-  try {
-    image = await io.readFile(imagePath);
-  } catch (e) {
-    io.stderr(`petrel fleet: cannot read ${imagePath}: ${e instanceof Error ? e.message : String(e)}\n`);
-    return EXIT.FAILURE;
-  }
-  const notes = readSolo5Notes(image, imagePath);
-  if (!notes.ok) return failure(io, notes.error);
-  const runtime = tenderKindOf(notes.value.abi);
-  if (!runtime.ok) return failure(io, runtime.error);
-  const requirements = makeRequirements({
-    runtime: runtime.value,
-    abi: notes.value.abi.version,
-    bridges,
-    memoryMiB,
-    cpus,
-  });
-  if (!requirements.ok) return failure(io, requirements.error);
-  return { name: nameText, image, requirements: requirements.value };
 }
 
 async function runExplain(
