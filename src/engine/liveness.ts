@@ -43,9 +43,13 @@ export async function runCheck(check: LivenessCheck, context: CheckContext): Pro
   let tries = 0;
   while (!context.signal.aborted) {
     tries++;
+    const began = Date.now();
     const outcome = await attempt();
     if (outcome.passed) return outcome;
-    last = outcome.reason;
+    // A try the deadline cut short (it had less than a whole try's time left, and ran out) says
+    // only that time was up: the failure before it is what the user needs to hear.
+    const cutShort = deadline - began < TRY_MS && Date.now() >= deadline;
+    if (!cutShort || tries === 1) last = outcome.reason;
     const left = deadline - Date.now();
     if (left <= 0) break;
     await sleep(Math.min(RETRY_MS, left), context.signal);

@@ -229,6 +229,33 @@ describe('the checks', () => {
     expect(closed.passed ? '' : closed.reason).toMatch(/the last: connection refused$/u);
   });
 
+  test('HTTP: a last try the deadline cuts short does not hide the failure before it', async () => {
+    let hits = 0;
+    // 503 at once, then never an answer: the second try runs into the deadline.
+    const server = createHttp((_req, res) => {
+      if (++hits === 1) {
+        res.writeHead(503);
+        res.end();
+      }
+    });
+    const port = await listen(server);
+    try {
+      const url = `http://127.0.0.1:${port}/health`;
+      const failed = await runCheck({ probe: { kind: 'http', url }, withinMs: 1000 }, context);
+      expect(failed.passed ? '' : failed.reason).toBe(
+        'no pass within 1 s (2 tries), the last: HTTP status 503',
+      );
+      // A check whose only try hangs says it timed out.
+      const hung = await runCheck({ probe: { kind: 'http', url }, withinMs: 600 }, context);
+      expect(hung.passed ? '' : hung.reason).toBe(
+        'no pass within 0.6 s (1 try), the last: timed out after 0.6 s',
+      );
+    } finally {
+      server.closeAllConnections();
+      server.close();
+    }
+  });
+
   test('TCP: an accepted connection passes, a refused one is said', async () => {
     const server = createTcp((socket) => socket.destroy());
     const port = await listen(server);
