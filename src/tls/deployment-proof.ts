@@ -176,7 +176,18 @@ interface ReadProof {
 }
 
 /** Chain, deny-list, delegation, then the leaf's two extensions; `what` names it in messages. */
+/**
+ * The most bytes a proof may have: a handful of certificates and a create command without its
+ * image take a few KiB, so whoever can write the registry cannot make a node parse megabytes.
+ */
+export const MAX_PROOF_BYTES = 64 * 1024;
+
 function readProof(proof: Uint8Array, what: string, check: ProofCheck): Result<ReadProof, TlsError> {
+  if (proof.length > MAX_PROOF_BYTES)
+    return err(
+      'E_DEPLOY_MALFORMED',
+      `the proof for ${what} is ${proof.length} bytes, more than ${MAX_PROOF_BYTES}`,
+    );
   const ders = splitCertificates(proof, `the proof for ${what}`, 'E_DEPLOY_MALFORMED');
   if (!ders.ok) return ders;
   const path = verifyClientChain(ders.value, check.ca, check.now, 'deployment');

@@ -10,6 +10,7 @@ import { encodePayload, PROOF_EXTENSION_OID, type ProofRequest } from '../../src
 import {
   issueDeploymentProof,
   issueRemovalProof,
+  MAX_PROOF_BYTES,
   type ProofCheck,
   verifyDeploymentProof,
   verifyRemovalProof,
@@ -260,6 +261,14 @@ describe('a deployment proof', () => {
       const refused = verifyDeploymentProof(bytes, request(), check);
       expect(refused.ok || refused.error.code).toBe('E_DEPLOY_MALFORMED');
     }
+    // A valid proof padded past the bound is refused before any of it is parsed.
+    const huge = new Uint8Array(MAX_PROOF_BYTES + 1);
+    huge.set(proof);
+    const refused = verifyDeploymentProof(huge, request(), check);
+    expect(refused.ok || refused.error.message).toBe(
+      `the proof for ${request().name} is ${MAX_PROOF_BYTES + 1} bytes, more than ${MAX_PROOF_BYTES}`,
+    );
+    expect(proof.length).toBeLessThan(MAX_PROOF_BYTES / 4);
   });
 });
 
