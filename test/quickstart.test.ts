@@ -120,7 +120,7 @@ describe('quickstart', () => {
   }, 60_000);
 
   it.skipIf(chromiumMissing() !== null)(
-    'serves the dashboard: signed in with the token file it names, Chromium sees what the next steps created',
+    `serves the dashboard: signed in with the token file it names, Chromium sees what the next steps created${chromiumMissing() === null ? '' : ` (skipped: ${chromiumMissing()})`}`,
     async () => {
       const q = await quickstart({ PETREL_WEB_PORT: '8443' });
       const log = q.log();

@@ -484,94 +484,97 @@ describe.skipIf(!isRoot)('bridges', () => {
   });
 });
 
-describe.skipIf(!hasOpenssl)('tls', () => {
-  const openssl = (...args: string[]) => execFileSync('openssl', args, { cwd: dir, stdio: 'ignore' });
-  const ec = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes'];
+describe.skipIf(!hasOpenssl)(
+  hasOpenssl ? 'tls' : 'tls (skipped: openssl is missing; scripts/install-deps.sh --tests installs it)',
+  () => {
+    const openssl = (...args: string[]) => execFileSync('openssl', args, { cwd: dir, stdio: 'ignore' });
+    const ec = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes'];
 
-  function makeCa(name: string): void {
-    openssl(
-      'req',
-      '-x509',
-      ...ec,
-      '-keyout',
-      `${name}.key`,
-      '-out',
-      `${name}.pem`,
-      '-days',
-      '3650',
-      '-subj',
-      `/CN=${name}`,
-      '-addext',
-      'basicConstraints=critical,CA:TRUE',
-    );
-  }
-  function makeServer(name: string, ca: string, days: number): void {
-    openssl('req', '-new', ...ec, '-keyout', `${name}.key`, '-out', `${name}.csr`, '-subj', `/CN=${name}`);
-    openssl(
-      'x509',
-      '-req',
-      '-in',
-      `${name}.csr`,
-      '-CA',
-      `${ca}.pem`,
-      '-CAkey',
-      `${ca}.key`,
-      '-out',
-      `${name}.pem`,
-      '-days',
-      String(days),
-    );
-  }
-  function tls(cert: string, key: string, ca = 'ca'): PetrelConfig {
-    return config({
-      tlsListen: '127.0.0.1:0',
-      tlsCa: path.join(dir, `${ca}.pem`),
-      tlsCert: path.join(dir, `${cert}.pem`),
-      tlsKey: path.join(dir, `${key}.key`),
+    function makeCa(name: string): void {
+      openssl(
+        'req',
+        '-x509',
+        ...ec,
+        '-keyout',
+        `${name}.key`,
+        '-out',
+        `${name}.pem`,
+        '-days',
+        '3650',
+        '-subj',
+        `/CN=${name}`,
+        '-addext',
+        'basicConstraints=critical,CA:TRUE',
+      );
+    }
+    function makeServer(name: string, ca: string, days: number): void {
+      openssl('req', '-new', ...ec, '-keyout', `${name}.key`, '-out', `${name}.csr`, '-subj', `/CN=${name}`);
+      openssl(
+        'x509',
+        '-req',
+        '-in',
+        `${name}.csr`,
+        '-CA',
+        `${ca}.pem`,
+        '-CAkey',
+        `${ca}.key`,
+        '-out',
+        `${name}.pem`,
+        '-days',
+        String(days),
+      );
+    }
+    function tls(cert: string, key: string, ca = 'ca'): PetrelConfig {
+      return config({
+        tlsListen: '127.0.0.1:0',
+        tlsCa: path.join(dir, `${ca}.pem`),
+        tlsCert: path.join(dir, `${cert}.pem`),
+        tlsKey: path.join(dir, `${key}.key`),
+      });
+    }
+    async function tlsResult(cfg: PetrelConfig, now?: Date): Promise<CheckResult | undefined> {
+      const report = await probe(cfg, { kvmProbe: await kvmPresent() });
+      return byName(await preflight(cfg, report, now === undefined ? {} : { now }), 'tls');
+    }
+
+    beforeEach(() => {
+      makeCa('ca');
+      makeCa('other-ca');
+      makeServer('server', 'ca', 365);
+      makeServer('short', 'ca', 10);
     });
-  }
-  async function tlsResult(cfg: PetrelConfig, now?: Date): Promise<CheckResult | undefined> {
-    const report = await probe(cfg, { kvmProbe: await kvmPresent() });
-    return byName(await preflight(cfg, report, now === undefined ? {} : { now }), 'tls');
-  }
 
-  beforeEach(() => {
-    makeCa('ca');
-    makeCa('other-ca');
-    makeServer('server', 'ca', 365);
-    makeServer('short', 'ca', 10);
-  });
+    it('CA, certificate and matching key pass', async () => {
+      expect(await tlsResult(tls('server', 'server'))).toMatchObject({ status: 'PASS', fatal: true });
+    });
 
-  it('CA, certificate and matching key pass', async () => {
-    expect(await tlsResult(tls('server', 'server'))).toMatchObject({ status: 'PASS', fatal: true });
-  });
+    it('a key that does not match, a foreign CA, an expired or unreadable file is fatal', async () => {
+      const d = dir;
+      expect((await tlsResult(tls('server', 'short')))?.detail).toBe(
+        `key ${d}/short.key does not match certificate ${d}/server.pem`,
+      );
+      expect((await tlsResult(tls('server', 'server', 'other-ca')))?.detail).toBe(
+        `certificate ${d}/server.pem is not signed by CA ${d}/other-ca.pem`,
+      );
+      const expired = await tlsResult(tls('server', 'server'), new Date(Date.now() + 400 * 24 * 3600 * 1000));
+      expect(expired).toMatchObject({ status: 'FAIL', fatal: true });
+      expect(expired?.detail).toMatch(new RegExp(`^certificate ${d}/server\\.pem expired on `, 'u'));
+      const missing = tls('nothere', 'server');
+      await hvtTender(missing);
+      expect(
+        fatalFailures(await preflight(missing, await probe(missing, { kvmProbe: await kvmPresent() }))),
+      ).toEqual([
+        `tls: certificate ${d}/nothere.pem cannot be read: ENOENT (check the files given as --tls-ca, --tls-cert and --tls-key)`,
+      ]);
+    });
 
-  it('a key that does not match, a foreign CA, an expired or unreadable file is fatal', async () => {
-    const d = dir;
-    expect((await tlsResult(tls('server', 'short')))?.detail).toBe(
-      `key ${d}/short.key does not match certificate ${d}/server.pem`,
-    );
-    expect((await tlsResult(tls('server', 'server', 'other-ca')))?.detail).toBe(
-      `certificate ${d}/server.pem is not signed by CA ${d}/other-ca.pem`,
-    );
-    const expired = await tlsResult(tls('server', 'server'), new Date(Date.now() + 400 * 24 * 3600 * 1000));
-    expect(expired).toMatchObject({ status: 'FAIL', fatal: true });
-    expect(expired?.detail).toMatch(new RegExp(`^certificate ${d}/server\\.pem expired on `, 'u'));
-    const missing = tls('nothere', 'server');
-    await hvtTender(missing);
-    expect(
-      fatalFailures(await preflight(missing, await probe(missing, { kvmProbe: await kvmPresent() }))),
-    ).toEqual([
-      `tls: certificate ${d}/nothere.pem cannot be read: ENOENT (check the files given as --tls-ca, --tls-cert and --tls-key)`,
-    ]);
-  });
-
-  it('a certificate that expires within 30 days warns without stopping start-up', async () => {
-    const result = await tlsResult(tls('short', 'short'));
-    expect(result).toMatchObject({ status: 'WARN', fatal: true, fix: 'renew the certificate' });
-    expect(result?.detail).toMatch(/^certificate .*short\.pem expires on /u);
-  });
-});
+    it('a certificate that expires within 30 days warns without stopping start-up', async () => {
+      const result = await tlsResult(tls('short', 'short'));
+      expect(result).toMatchObject({ status: 'WARN', fatal: true, fix: 'renew the certificate' });
+      expect(result?.detail).toMatch(/^certificate .*short\.pem expires on /u);
+    });
+  },
+);
 
 describe('web', () => {
   /** `petrel ca ARGS...` in the test's directory. */

@@ -46,7 +46,7 @@ const originOf = (p: Petreld) => `https://127.0.0.1:${p.webPort}`;
 
 describeWithPostgres('the fleet view of the dashboard', (pg) => {
   it.skipIf(missing !== null)(
-    'shows every node on one page, acting on each node by its own API, CORS for the fleet only',
+    `shows every node on one page, acting on each node by its own API, CORS for the fleet only${missing === null ? '' : ` (skipped: ${missing})`}`,
     async () => {
       const db = await pg.schema();
       const flags = (id: string) => ({ fleetDb: db.url, nodeId: id, statsInterval: '250ms' });
